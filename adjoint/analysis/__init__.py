@@ -1,0 +1,1 @@
+"""Analyses over the SDFG: index bounds, activity, values the reverse sweep needs."""

@@ -1,0 +1,172 @@
+"""Reverse mode: an SDFG -> (recording forward SDFG, reverse-sweep SDFG).
+
+Every statement instance ``x[w] = f(x[r1], ...)`` is visited backwards:
+
+1. restore: if ``x``'s values are needed by some partial derivative, the
+   recording forward pushed the element before overwriting it; pop it back,
+   so memory holds exactly what the forward instance saw;
+2. propagate: ``g = xb[w]; xb[w] = g * df/dx[w]; xb[r_k] += g * df/dx[r_k]``,
+   taking ``g`` first so self-references and repeated reads stay exact.
+
+Containers whose values no partial needs are never recorded (linear updates
+such as seidel-2d record nothing). Loops run backwards, conditions on integers
+are re-evaluated, loop variables are recomputed, never stored.
+"""
+from dataclasses import dataclass
+
+import sympy as sp
+
+from ..analysis.activity import active_containers, written_containers
+from ..sdfg.nodes import (SDFG, ConditionalRegion, Container, LoopRegion, MapScope, Memlet,
+                          Pop, Push, Sequence, State, Tasklet, tasklets)
+from .partials import partial
+
+G = sp.Symbol("__g", real=True)
+
+
+def adjoint_name(name):
+    return f"__g_{name}"
+
+
+@dataclass(frozen=True)
+class Adjoint:
+    """What reverse mode produced for one (kernel, wrt, outputs) triple."""
+    record: SDFG            # the forward, pushing what the reverse sweep restores
+    reverse: SDFG           # the reverse sweep
+    active: frozenset       # containers with adjoints
+    recorded: frozenset     # containers pushed on every write
+    needs_forward: bool     # False when the reverse sweep reads no value the forward changes
+
+
+def differentiate(sdfg, wrt, outputs) -> Adjoint:
+    active = active_containers(sdfg, wrt, outputs)
+    needed = _values_needed(sdfg, active)
+    written = written_containers(sdfg)
+    recorded = frozenset(needed & written)
+    containers = dict(sdfg.containers)
+    for name in sorted(active):
+        c = sdfg.containers[name]
+        containers[adjoint_name(name)] = Container(adjoint_name(name), c.dtype, c.shape)
+    rev = _Reverser(active, recorded)
+    record = sdfg.replace(body=_record(sdfg.body, recorded), containers=containers)
+    reverse = sdfg.replace(body=rev.region(sdfg.body), containers=containers)
+    return Adjoint(record, reverse, active, recorded, bool(needed & written))
+
+
+def _values_needed(sdfg, active):
+    """Containers whose values some partial derivative of an active statement reads."""
+    needed = set()
+    for t, _, _ in tasklets(sdfg.body):
+        conns = t.connector_memlets()
+        for memlet, expr in t.outputs:
+            if memlet.data not in active:
+                continue
+            for conn in expr.free_symbols & conns.keys():
+                if conns[conn].data in active:
+                    d = partial(expr, conn)
+                    needed |= {conns[s].data for s in d.free_symbols if s in conns}
+    return needed
+
+
+# ---- recording forward -----------------------------------------------------------------
+def _record(region, recorded):
+    if isinstance(region, Sequence):
+        return Sequence(tuple(_record(e, recorded) for e in region.elements))
+    if isinstance(region, LoopRegion):
+        return LoopRegion(region.var, region.start, region.stop, region.step,
+                          _record(region.body, recorded), region.line, region.reverse)
+    if isinstance(region, ConditionalRegion):
+        return ConditionalRegion(tuple((c, _record(b, recorded)) for c, b in region.branches),
+                                 region.line)
+    return State(_record_nodes(region.nodes, recorded), region.label)
+
+
+def _record_nodes(nodes, recorded):
+    out = []
+    for node in nodes:
+        if isinstance(node, MapScope):
+            out.append(MapScope(node.params, node.ranges,
+                                _record_nodes(node.body, recorded), node.line))
+            continue
+        out += [Push(m, node.line) for m, _ in node.outputs if m.data in recorded]
+        out.append(node)
+    return tuple(out)
+
+
+# ---- reverse sweep ---------------------------------------------------------------------
+class _Reverser:
+    def __init__(self, active, recorded):
+        self.active, self.recorded = active, recorded
+
+    def region(self, region):
+        if isinstance(region, Sequence):
+            parts = [self.region(e) for e in reversed(region.elements)]
+            return Sequence(tuple(p for p in parts if not _empty(p)))
+        if isinstance(region, LoopRegion):
+            return LoopRegion(region.var, region.start, region.stop, region.step,
+                              self.region(region.body), region.line, not region.reverse)
+        if isinstance(region, ConditionalRegion):
+            return ConditionalRegion(tuple((c, self.region(b)) for c, b in region.branches),
+                                     region.line)
+        return self.state(region)
+
+    def state(self, state):
+        """A state's nodes backwards; maps that restore values become reversed loops."""
+        elements, pending = [], []
+        for node in reversed(state.nodes):
+            if isinstance(node, MapScope) and any(m.data in self.recorded
+                                                  for t in node.body for m, _ in t.outputs):
+                if pending:
+                    elements.append(State(tuple(pending), state.label))
+                    pending = []
+                elements.append(self._map_as_loops(node))
+            elif isinstance(node, MapScope):
+                body = tuple(n for t in node.body for n in self.tasklet(t))
+                if body:
+                    pending.append(MapScope(node.params, node.ranges, body, node.line))
+            else:
+                pending += self.tasklet(node)
+        if pending:
+            elements.append(State(tuple(pending), state.label))
+        return elements[0] if len(elements) == 1 else Sequence(tuple(elements))
+
+    def _map_as_loops(self, node):
+        body = Sequence((State(tuple(n for t in reversed(node.body) for n in self.tasklet(t))),))
+        for p, (a, b, s) in reversed(list(zip(node.params, node.ranges))):
+            body = Sequence((LoopRegion(p, a, b, s, body, node.line, True),))
+        return body
+
+    def tasklet(self, t):
+        """Restore, then propagate, for one forward tasklet (single output)."""
+        (out, expr), = t.outputs
+        nodes = [Pop(out, t.line)] if out.data in self.recorded else []
+        if out.data not in self.active:
+            return nodes
+        conns = t.connector_memlets()
+        inputs = {G: Memlet(adjoint_name(out.data), out.subset)}
+        self_coeff = sp.Integer(1) if out.wcr else sp.Integer(0)
+        writes = []
+        for conn in sorted(expr.free_symbols & conns.keys(), key=str):
+            m = conns[conn]
+            if m.data not in self.active:
+                continue
+            d = partial(expr, conn)
+            for s in d.free_symbols & conns.keys():
+                inputs[s] = conns[s]
+            if m.data == out.data and m.subset == out.subset:
+                self_coeff += d
+            elif d != 0:
+                writes.append((Memlet(adjoint_name(m.data), m.subset, "sum"), G * d))
+        if self_coeff != 1:
+            writes.insert(0, (Memlet(adjoint_name(out.data), out.subset), G * self_coeff))
+        if writes:
+            nodes.append(Tasklet(tuple(inputs.items()), tuple(writes), t.line))
+        return nodes
+
+
+def _empty(region):
+    if isinstance(region, State):
+        return not region.nodes
+    if isinstance(region, Sequence):
+        return all(_empty(e) for e in region.elements)
+    return False

@@ -1,0 +1,83 @@
+"""sympy -> C expressions: values in double precision, indices in int64_t."""
+import sympy as sp
+from sympy.printing.c import C99CodePrinter
+
+
+class CPrinter(C99CodePrinter):
+    """Prints tasklet bodies (``index=False``) and index arithmetic (``index=True``).
+
+    ``names`` maps the kernel's integer symbols (sizes, int arguments) to C names;
+    other integer symbols are loop variables, real symbols are tasklet connectors.
+    """
+
+    def __init__(self, names, index=False):
+        super().__init__({"strict": False})
+        self.names, self.index = names, index
+        self._index_printer = self if index else CPrinter(names, index=True)
+
+    def _print(self, expr, **kwargs):
+        if (not self.index and isinstance(expr, sp.Expr) and expr.is_integer
+                and not expr.is_Number and expr.free_symbols):
+            return f"((double)({self._index_printer.doprint(expr)}))"
+        return super()._print(expr, **kwargs)
+
+    def _print_Symbol(self, expr):
+        return c_name(expr, self.names)
+
+    def _print_Pow(self, expr):
+        base, exp = expr.args
+        if exp.is_Integer and abs(int(exp)) <= 4 and exp != 0:
+            b = self.parenthesize(base, 1000)   # atom or parenthesised
+            prod = "*".join([b] * abs(int(exp)))
+            if self.index:
+                return f"({prod})"
+            return f"({prod})" if exp > 0 else f"(1.0/({prod}))"
+        if exp == sp.Rational(1, 2):
+            return f"sqrt({self._print(base)})"
+        if exp == -sp.Rational(1, 2):
+            return f"(1.0/sqrt({self._print(base)}))"
+        return f"pow({self._print(base)}, {self._print(exp)})"
+
+    def _print_Heaviside(self, expr):
+        return f"sc_heaviside({self._print(expr.args[0])})"
+
+    def _print_sign(self, expr):
+        return f"sc_sign({self._print(expr.args[0])})"
+
+    def _print_floordiv(self, expr):
+        a, b = (self._index_printer.doprint(x) for x in expr.args)
+        return f"sc_floordiv({a}, {b})"
+
+    def _print_python_mod(self, expr):
+        a, b = (self._index_printer.doprint(x) for x in expr.args)
+        return f"sc_mod({a}, {b})"
+
+    def _print_Min(self, expr):
+        return self._minmax(expr, "sc_imin" if self.index else "fmin")
+
+    def _print_Max(self, expr):
+        return self._minmax(expr, "sc_imax" if self.index else "fmax")
+
+    def _minmax(self, expr, fn):
+        args = [self._print(a) for a in expr.args]
+        out = args[0]
+        for a in args[1:]:
+            out = f"{fn}({out}, {a})"
+        return out
+
+    def _print_BooleanTrue(self, expr):
+        return "1"
+
+    def _print_BooleanFalse(self, expr):
+        return "0"
+
+
+def c_name(symbol, names):
+    """C identifier of a symbol: sizes and int arguments ``n_``, loop variables ``i_``,
+    connectors and temporaries ``c_``. Python names are identifiers, so prefixes
+    keep them clear of C keywords and of each other."""
+    if symbol in names:
+        return names[symbol]
+    if symbol.is_integer:
+        return "i_" + symbol.name
+    return "c_" + symbol.name.lstrip("_")

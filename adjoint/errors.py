@@ -1,0 +1,29 @@
+"""The engine's exceptions: each says what went wrong, where, and what to do."""
+
+
+class AdjointError(Exception):
+    """Base class of every error the engine raises on purpose."""
+
+
+class KernelSyntaxError(AdjointError):
+    """The kernel uses Python the engine does not compile.
+
+    The message starts with ``file:line:col`` of the construct and says what
+    to write instead.
+    """
+
+    def __init__(self, message, filename="<kernel>", line=0, col=0):
+        self.filename, self.line, self.col = filename, line, col
+        super().__init__(f"{filename}:{line}:{col}: {message}")
+
+
+class ArgumentError(AdjointError, TypeError):
+    """A kernel was called with an argument of the wrong kind, dtype, rank or size."""
+
+
+class BoundsError(AdjointError, IndexError):
+    """An index in the kernel falls outside its array for the sizes of this call."""
+
+
+class CompileError(AdjointError):
+    """The C compiler rejected generated code (an engine bug: please report it with the log)."""

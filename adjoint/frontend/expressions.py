@@ -1,0 +1,337 @@
+"""Python expressions -> sympy: values (tasklet bodies), indices and integer conditions."""
+import ast
+import builtins
+import math
+
+import numpy as np
+import sympy as sp
+
+from ..sdfg import Container, MapScope, Memlet, State, Tasklet
+from .functions import floordiv, python_mod
+
+# Scalar functions by the name they have in `math` or `numpy`.
+UNARY = {"sin": sp.sin, "cos": sp.cos, "tan": sp.tan, "exp": sp.exp, "log": sp.log,
+         "sqrt": sp.sqrt, "tanh": sp.tanh, "sinh": sp.sinh, "cosh": sp.cosh,
+         "arctan": sp.atan, "atan": sp.atan, "arcsin": sp.asin, "asin": sp.asin,
+         "arccos": sp.acos, "acos": sp.acos, "fabs": sp.Abs, "abs": sp.Abs,
+         "absolute": sp.Abs, "log10": lambda x: sp.log(x) / sp.log(10),
+         "log2": lambda x: sp.log(x) / sp.log(2), "expm1": lambda x: sp.exp(x) - 1,
+         "log1p": lambda x: sp.log(1 + x)}
+BINARY = {"power": sp.Pow, "pow": sp.Pow, "maximum": sp.Max, "minimum": sp.Min,
+          "fmax": sp.Max, "fmin": sp.Min, "arctan2": sp.atan2, "atan2": sp.atan2}
+CONSTANTS = {"pi": sp.pi, "e": sp.E}
+COMPARE = {ast.Lt: sp.Lt, ast.LtE: sp.Le, ast.Gt: sp.Gt, ast.GtE: sp.Ge,
+           ast.Eq: sp.Eq, ast.NotEq: sp.Ne}
+
+
+class IntValue:
+    """Binding of a name to an integer expression (size, int argument, loop variable)."""
+    def __init__(self, expr):
+        self.expr = expr
+
+
+class DataValue:
+    """Binding of a name to a container (an array or a floating-point scalar)."""
+    def __init__(self, container: Container):
+        self.container = container
+
+
+class ExpressionBuilder:
+    """Converts the expressions of one statement, collecting the memlets they read."""
+
+    def __init__(self, kernel, scope):
+        self.kernel, self.src, self.scope = kernel, kernel.src, scope
+        self.reads = {}          # (data, subset) -> connector symbol
+        self.prelude = []        # states that must run before the statement (reductions)
+
+    # ---- public entry points -------------------------------------------------------
+    def value(self, node):
+        """A floating-point value: a sympy expression over connectors and integers."""
+        return self._value(node, elementwise=None)
+
+    def index(self, node, what="an index"):
+        """An integer expression of sizes, int arguments and loop variables."""
+        method = getattr(self, "_index_" + type(node).__name__, None)
+        if method is None:
+            raise self.src.error(node, f"{what} must be an integer expression of sizes, int "
+                                       f"arguments and loop variables; got `{ast.unparse(node)}`")
+        return method(node, what)
+
+    def condition(self, node):
+        """A condition on integers (loop variables, sizes): re-evaluated in the reverse sweep."""
+        if isinstance(node, ast.Compare):
+            if len(node.ops) != len(node.comparators):
+                raise self.src.error(node, "malformed comparison")
+            left, parts = self.index(node.left, "a condition"), []
+            for op, right in zip(node.ops, node.comparators):
+                if type(op) not in COMPARE:
+                    raise self.src.error(node, f"comparison `{type(op).__name__}` not supported")
+                r = self.index(right, "a condition")
+                parts.append(COMPARE[type(op)](left, r))
+                left = r
+            return sp.And(*parts)
+        if isinstance(node, ast.BoolOp):
+            parts = [self.condition(v) for v in node.values]
+            return sp.And(*parts) if isinstance(node.op, ast.And) else sp.Or(*parts)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            return sp.Not(self.condition(node.operand))
+        raise self.src.error(node, f"`{ast.unparse(node)}`: conditions must compare integers "
+                                   "(loop variables, sizes, int arguments); conditions on "
+                                   "array values are not supported, use min/max/abs instead")
+
+    def memlet_for(self, target: ast.Subscript):
+        """The element a subscript names: (container, subset)."""
+        container = self._array(target.value)
+        return container, self._subset(container, target)
+
+    # ---- integers --------------------------------------------------------------------
+    def _index_Constant(self, node, what):
+        if isinstance(node.value, bool) or not isinstance(node.value, int):
+            raise self.src.error(node, f"{what} must be an integer, got {node.value!r}")
+        return sp.Integer(node.value)
+
+    def _index_Name(self, node, what):
+        binding = self.scope.get(node.id)
+        if isinstance(binding, IntValue):
+            return binding.expr
+        if binding is None:
+            raise self.src.error(node, f"name {node.id!r} is not defined before this use")
+        raise self.src.error(node, f"{what} must be an integer expression; {node.id!r} is "
+                                   "floating-point data")
+
+    def _index_UnaryOp(self, node, what):
+        if isinstance(node.op, ast.USub):
+            return -self.index(node.operand, what)
+        if isinstance(node.op, ast.UAdd):
+            return self.index(node.operand, what)
+        raise self.src.error(node, f"operator {type(node.op).__name__} in {what}")
+
+    def _index_BinOp(self, node, what):
+        a, b = self.index(node.left, what), self.index(node.right, what)
+        op = type(node.op)
+        if op is ast.Add:
+            return a + b
+        if op is ast.Sub:
+            return a - b
+        if op is ast.Mult:
+            return a * b
+        if op is ast.FloorDiv:
+            return floordiv(a, b)
+        if op is ast.Mod:
+            return python_mod(a, b)
+        if op is ast.Pow and b.is_Integer and b >= 0:
+            return a ** b
+        hint = "; use // for integer division" if op is ast.Div else ""
+        raise self.src.error(node, f"operator `{ast.unparse(node)}` in {what}{hint}")
+
+    def _index_Subscript(self, node, what):
+        # A.shape[k]
+        if (isinstance(node.value, ast.Attribute) and node.value.attr == "shape"
+                and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, int)):
+            container = self._array(node.value.value)
+            k = node.slice.value
+            if not -len(container.shape) <= k < len(container.shape):
+                raise self.src.error(node, f"{ast.unparse(node)}: {container.name} has "
+                                           f"{len(container.shape)} dimensions")
+            return container.shape[k]
+        raise self.src.error(node, f"{what} cannot read array elements (`{ast.unparse(node)}`): "
+                                   "data-dependent indices are not supported")
+
+    def _index_Call(self, node, what):
+        name = self._builtin_name(node.func)
+        if name == "len" and len(node.args) == 1:
+            container = self._array(node.args[0])
+            if not container.shape:
+                raise self.src.error(node, "len() of a scalar")
+            return container.shape[0]
+        if name in ("min", "max") and len(node.args) >= 2 and not node.keywords:
+            args = [self.index(a, what) for a in node.args]
+            return sp.Min(*args) if name == "min" else sp.Max(*args)
+        if name == "int" and len(node.args) == 1:
+            return self.index(node.args[0], what)
+        raise self.src.error(node, f"call `{ast.unparse(node)}` in {what}")
+
+    # ---- floating-point values -------------------------------------------------------
+    def _value(self, node, elementwise):
+        method = getattr(self, "_value_" + type(node).__name__, None)
+        if method is None:
+            raise self.src.error(node, f"`{ast.unparse(node)}`: {_describe(node)} is not "
+                                       "supported in kernels")
+        return method(node, elementwise)
+
+    def _value_Constant(self, node, elementwise):
+        v = node.value
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise self.src.error(node, f"constant {v!r} is not a number")
+        return sp.Integer(v) if isinstance(v, int) else sp.Float(v)
+
+    def _value_Name(self, node, elementwise):
+        binding = self.scope.get(node.id)
+        if isinstance(binding, IntValue):
+            return binding.expr
+        if isinstance(binding, DataValue):
+            c = binding.container
+            if c.is_scalar:
+                return self._read(c.name, ())
+            if elementwise is not None:
+                return self._elementwise_read(node, c, elementwise)
+            raise self.src.error(node, f"whole-array use of {node.id!r}; index it "
+                                       f"({node.id}[i, ...]) or reduce it with np.sum")
+        if node.id in ("True", "False", "None"):
+            raise self.src.error(node, f"{node.id} is not a number")
+        raise self.src.error(node, f"name {node.id!r} is not defined before this use")
+
+    def _value_Subscript(self, node, elementwise):
+        if isinstance(node.value, ast.Attribute) and node.value.attr == "shape":
+            return self.index(node)
+        container, subset = self.memlet_for(node)
+        return self._read(container.name, subset)
+
+    def _value_UnaryOp(self, node, elementwise):
+        v = self._value(node.operand, elementwise)
+        if isinstance(node.op, ast.USub):
+            return -v
+        if isinstance(node.op, ast.UAdd):
+            return v
+        raise self.src.error(node, f"operator `{ast.unparse(node)}` is not supported on numbers")
+
+    def _value_BinOp(self, node, elementwise):
+        a, b = self._value(node.left, elementwise), self._value(node.right, elementwise)
+        op = type(node.op)
+        if op is ast.Add:
+            return a + b
+        if op is ast.Sub:
+            return a - b
+        if op is ast.Mult:
+            return a * b
+        if op is ast.Div:
+            return a / b
+        if op is ast.Pow:
+            return a ** b
+        if op is ast.FloorDiv:
+            return sp.floor(a / b) if not (a.is_integer and b.is_integer) else floordiv(a, b)
+        if op is ast.Mod:
+            return a - b * sp.floor(a / b) if not (a.is_integer and b.is_integer) \
+                else python_mod(a, b)
+        raise self.src.error(node, f"operator `{ast.unparse(node)}` is not supported")
+
+    def _value_Attribute(self, node, elementwise):
+        module = self._module(node.value)
+        if module is not None and node.attr in CONSTANTS:
+            return CONSTANTS[node.attr]
+        raise self.src.error(node, f"attribute `{ast.unparse(node)}` is not supported; only "
+                                   "A.shape[k], math.pi/np.pi and math.e are")
+
+    def _value_Call(self, node, elementwise):
+        if node.keywords:
+            raise self.src.error(node, f"keyword arguments in `{ast.unparse(node)}` are "
+                                       "not supported")
+        name = self._function_name(node.func)
+        args = node.args
+        if name == "sum" and self._module(node.func.value if isinstance(node.func, ast.Attribute)
+                                          else None) is np:
+            if elementwise is not None or len(args) != 1:
+                raise self.src.error(node, "np.sum takes one array expression here "
+                                           "(axis= and nested sums are not supported)")
+            return self._reduce_sum(node, args[0])
+        if name in ("min", "max") and len(args) >= 2:
+            vals = [self._value(a, elementwise) for a in args]
+            return sp.Min(*vals) if name == "min" else sp.Max(*vals)
+        if name == "float" and len(args) == 1:
+            return self._value(args[0], elementwise)
+        if name in UNARY and len(args) == 1:
+            return UNARY[name](self._value(args[0], elementwise))
+        if name in BINARY and len(args) == 2:
+            return BINARY[name](*(self._value(a, elementwise) for a in args))
+        raise self.src.error(node, f"call `{ast.unparse(node)}` is not supported: kernels can "
+                                   "call abs/min/max and the math/NumPy scalar functions "
+                                   f"({', '.join(sorted(UNARY))}, ...)")
+
+    # ---- helpers ---------------------------------------------------------------------
+    def _read(self, data, subset):
+        key = (data, tuple(subset))
+        if key not in self.reads:
+            self.reads[key] = sp.Symbol(f"__in{len(self.reads)}", real=True)
+        return self.reads[key]
+
+    def _array(self, node) -> Container:
+        if isinstance(node, ast.Name):
+            binding = self.scope.get(node.id)
+            if isinstance(binding, DataValue):
+                return binding.container
+            if binding is None:
+                raise self.src.error(node, f"name {node.id!r} is not defined before this use")
+        raise self.src.error(node, f"`{ast.unparse(node)}` is not an array")
+
+    def _subset(self, container, node: ast.Subscript):
+        items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if container.is_scalar:
+            raise self.src.error(node, f"{container.name!r} is a scalar and cannot be indexed")
+        if any(isinstance(i, ast.Slice) for i in items):
+            raise self.src.error(node, f"slice `{ast.unparse(node)}`: only single elements can "
+                                       "be indexed; write the loop explicitly")
+        if len(items) != len(container.shape):
+            raise self.src.error(node, f"`{ast.unparse(node)}` gives {len(items)} indices for "
+                                       f"the {len(container.shape)}-d array {container.name!r}")
+        subset = []
+        for item, size in zip(items, container.shape):
+            i = self.index(item)
+            # Python's negative indices count from the end; allow constant ones.
+            subset.append(i + size if i.is_Integer and i < 0 else i)
+        return tuple(subset)
+
+    def _elementwise_read(self, node, container, elementwise):
+        shape, params = elementwise
+        if container.shape != shape:
+            raise self.src.error(node, f"np.sum over arrays of different shapes "
+                                       f"({container.name} has shape {container.shape})")
+        return self._read(container.name, params)
+
+    def _reduce_sum(self, node, arg):
+        """np.sum(expr) -> a transient scalar filled by a map that accumulates."""
+        shape = self._elementwise_shape(arg)
+        params = tuple(sp.Symbol(f"__m{k}", integer=True) for k in range(len(shape)))
+        outer_reads, self.reads = self.reads, {}
+        body = self._value(arg, (shape, params))
+        inner_reads, self.reads = self.reads, outer_reads
+        acc = self.kernel.new_transient("__sum")
+        init = Tasklet((), ((Memlet(acc.name), sp.Float(0.0)),), node.lineno)
+        inputs = tuple((conn, Memlet(d, s)) for (d, s), conn in inner_reads.items())
+        tasklet = Tasklet(inputs, ((Memlet(acc.name, (), "sum"), body),), node.lineno)
+        ranges = tuple((sp.Integer(0), n, sp.Integer(1)) for n in shape)
+        self.prelude.append(State((init, MapScope(params, ranges, (tasklet,), node.lineno)),
+                                  f"sum_{node.lineno}"))
+        return self._read(acc.name, ())
+
+    def _elementwise_shape(self, node):
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Name):
+                b = self.scope.get(sub.id)
+                if isinstance(b, DataValue) and not b.container.is_scalar:
+                    return b.container.shape
+        raise self.src.error(node, "np.sum needs an array argument")
+
+    def _builtin_name(self, func):
+        if isinstance(func, ast.Name) and func.id not in self.scope \
+                and func.id not in self.src.globals and hasattr(builtins, func.id):
+            return func.id
+        return None
+
+    def _function_name(self, func):
+        if isinstance(func, ast.Attribute) and self._module(func.value) is not None:
+            return func.attr
+        return self._builtin_name(func)
+
+    def _module(self, node):
+        if isinstance(node, ast.Name) and node.id not in self.scope:
+            mod = self.src.globals.get(node.id)
+            if mod is math or mod is np:
+                return mod
+        return None
+
+
+def _describe(node):
+    return {"ListComp": "a list comprehension", "Lambda": "a lambda", "List": "a list",
+            "Tuple": "a tuple", "Dict": "a dict", "IfExp": "a conditional expression",
+            "Compare": "a comparison", "BoolOp": "a boolean operator",
+            "JoinedStr": "an f-string"}.get(type(node).__name__, type(node).__name__)

@@ -1,0 +1,24 @@
+"""Integer functions with Python's semantics, printed as C helpers."""
+import sympy as sp
+
+
+class floordiv(sp.Function):
+    """Python's ``a // b`` on integers (rounds towards minus infinity)."""
+    is_integer = True
+
+    @classmethod
+    def eval(cls, a, b):
+        if a.is_Integer and b.is_Integer and b != 0:
+            return sp.Integer(int(a) // int(b))
+        if b == 1:
+            return a
+
+
+class python_mod(sp.Function):
+    """Python's ``a % b`` on integers (takes the sign of ``b``)."""
+    is_integer = True
+
+    @classmethod
+    def eval(cls, a, b):
+        if a.is_Integer and b.is_Integer and b != 0:
+            return sp.Integer(int(a) % int(b))

@@ -1,0 +1,54 @@
+"""Decide which local variables are integers (index aliases) and which are float scalars."""
+import ast
+
+INT_OPS = (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod, ast.Pow)
+
+
+def classify_locals(fn: ast.FunctionDef, int_names, params):
+    """Return (integer locals, float locals).
+
+    A local is an integer alias when it is assigned exactly once, by plain
+    assignment, from an integer expression: it is then substituted into the
+    indices that use it. Every other local is a float64 scalar container.
+    """
+    sites, loop_vars = {}, set()
+    for node in ast.walk(fn):
+        if isinstance(node, ast.For) and isinstance(node.target, ast.Name):
+            loop_vars.add(node.target.id)
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+        for t in targets:
+            if isinstance(t, ast.Name) and t.id not in params and t.id not in loop_vars:
+                sites.setdefault(t.id, []).append(node)
+    ints = set(int_names) | loop_vars
+    changed = True
+    candidates = {n for n, s in sites.items()
+                  if len(s) == 1 and isinstance(s[0], ast.Assign)}
+    int_locals = set()
+    while changed:
+        changed = False
+        for name in sorted(candidates - int_locals):
+            if _is_int(sites[name][0].value, ints | int_locals):
+                int_locals.add(name)
+                changed = True
+    return int_locals, sorted(set(sites) - int_locals - loop_vars)
+
+
+def _is_int(node, ints):
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, int) and not isinstance(node.value, bool)
+    if isinstance(node, ast.Name):
+        return node.id in ints
+    if isinstance(node, ast.UnaryOp):
+        return isinstance(node.op, (ast.USub, ast.UAdd)) and _is_int(node.operand, ints)
+    if isinstance(node, ast.BinOp):
+        return isinstance(node.op, INT_OPS) and _is_int(node.left, ints) \
+            and _is_int(node.right, ints)
+    if isinstance(node, ast.Subscript):      # A.shape[k]
+        return isinstance(node.value, ast.Attribute) and node.value.attr == "shape"
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        if node.func.id == "len":
+            return True
+        if node.func.id in ("min", "max", "int"):
+            return all(_is_int(a, ints) for a in node.args)
+    return False

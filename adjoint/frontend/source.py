@@ -1,0 +1,86 @@
+"""Locate a kernel's source and resolve the types of its arguments."""
+import ast
+import inspect
+import textwrap
+from dataclasses import dataclass
+
+import numpy as np
+import sympy as sp
+
+from ..errors import ArgumentError, KernelSyntaxError
+from ..types import ArrayType
+
+FLOAT_DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
+
+
+@dataclass(frozen=True)
+class KernelSource:
+    """The parsed function with what is needed to report errors at its lines."""
+    tree: ast.FunctionDef
+    filename: str
+    first_line: int
+    indent: int
+    globals: dict
+
+    def error(self, node, message):
+        line = getattr(node, "lineno", 1) + self.first_line - 1
+        col = getattr(node, "col_offset", 0) + self.indent + 1
+        return KernelSyntaxError(message, self.filename, line, col)
+
+
+def read_source(func) -> KernelSource:
+    try:
+        lines, first_line = inspect.getsourcelines(func)
+    except (OSError, TypeError) as exc:
+        raise KernelSyntaxError(f"cannot read the source of {func!r} ({exc}); define kernels "
+                                "in a .py file") from None
+    text = "".join(lines)
+    dedented = textwrap.dedent(text)
+    indent = len(lines[0]) - len(lines[0].lstrip())
+    tree = ast.parse(dedented)
+    fn = tree.body[0]
+    if not isinstance(fn, ast.FunctionDef):
+        raise KernelSyntaxError("a kernel must be a plain `def` function",
+                                inspect.getsourcefile(func) or "<kernel>", first_line, 1)
+    return KernelSource(fn, inspect.getsourcefile(func) or "<kernel>", first_line, indent,
+                        func.__globals__)
+
+
+def declared_types(func):
+    """Parameter name -> ArrayType / float / int, or None where unannotated."""
+    params = inspect.signature(func).parameters
+    annotations = inspect.get_annotations(func, eval_str=True)
+    out = {}
+    for name, p in params.items():
+        if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            raise KernelSyntaxError(f"parameter {name!r}: *args, **kwargs and keyword-only "
+                                    "parameters are not supported", *_where(func))
+        ann = annotations.get(name)
+        if ann is not None and not (isinstance(ann, ArrayType) or ann in (int, float)):
+            raise KernelSyntaxError(f"parameter {name!r} is annotated {ann!r}; use float64[...], "
+                                    "float32[...], int or float", *_where(func))
+        out[name] = ann
+    return out
+
+
+def _where(func):
+    return inspect.getsourcefile(func) or "<kernel>", func.__code__.co_firstlineno, 1
+
+
+def type_of_value(name, value):
+    """The type an unannotated parameter takes from the value it is called with."""
+    if isinstance(value, np.ndarray):
+        if value.dtype not in FLOAT_DTYPES:
+            raise ArgumentError(f"argument {name!r}: arrays must be float64 or float32, "
+                                f"got {value.dtype}")
+        shape = tuple(sp.Symbol(f"__{name}_{k}", integer=True, nonnegative=True)
+                      for k in range(value.ndim))
+        return ArrayType(value.dtype, shape)
+    if isinstance(value, (bool, np.bool_)):
+        raise ArgumentError(f"argument {name!r}: booleans are not supported; pass an int")
+    if isinstance(value, (int, np.integer)):
+        return int
+    if isinstance(value, (float, np.floating)):
+        return float
+    raise ArgumentError(f"argument {name!r}: expected a NumPy array, an int or a float, "
+                        f"got {type(value).__name__}")

@@ -1,0 +1,231 @@
+"""Python statements -> SDFG control-flow regions and states."""
+import ast
+
+import numpy as np
+import sympy as sp
+
+from ..sdfg import (SDFG, Argument, ConditionalRegion, Container, LoopRegion, Memlet,
+                    Sequence, State, Tasklet)
+from ..types import ArrayType
+from .expressions import DataValue, ExpressionBuilder, IntValue
+from .locals import classify_locals
+
+RESULT = "__return"
+AUG_OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b,
+           ast.Mult: lambda a, b: a * b, ast.Div: lambda a, b: a / b}
+
+
+class KernelBuilder:
+    """Builds the SDFG of one kernel for one assignment of argument types."""
+
+    def __init__(self, src, name, types):
+        self.src, self.name = src, name
+        self.containers, self.arguments, self.symbols = {}, [], []
+        self.scope = {}
+        self._counter = 0
+        self._bind_arguments(types)
+        int_names = {n for n, b in self.scope.items() if isinstance(b, IntValue)}
+        self.int_locals, float_locals = classify_locals(src.tree, int_names, set(self.scope))
+        for local in float_locals:
+            self.containers[local] = Container(local, np.dtype(np.float64), (), True)
+        self.result = None
+
+    # ---- arguments ------------------------------------------------------------------
+    def _bind_arguments(self, types):
+        for arg in self.src.tree.args.args:
+            name, t = arg.arg, types[arg.arg]
+            self._check_name(arg, name)
+            if isinstance(t, ArrayType):
+                for size in t.shape:
+                    for s in sorted(size.free_symbols, key=str):
+                        if s not in self.symbols:
+                            self.symbols.append(s)
+                            self.scope.setdefault(s.name, IntValue(s))
+                c = Container(name, t.dtype, t.shape)
+                self.arguments.append(Argument(name, "array", t.dtype, t.shape))
+            elif t is float:
+                c = Container(name, np.dtype(np.float64), ())
+                self.arguments.append(Argument(name, "float", c.dtype))
+            else:
+                s = sp.Symbol(name, integer=True)
+                if any(x.name == name for x in self.symbols):
+                    s = next(x for x in self.symbols if x.name == name)
+                else:
+                    self.symbols.append(s)
+                self.arguments.append(Argument(name, "int", np.dtype(np.int64)))
+                self.scope[name] = IntValue(s)
+                continue
+            self.containers[name] = c
+            self.scope[name] = DataValue(c)
+
+    def _check_name(self, node, name):
+        if name.startswith("__") or not name.isascii():
+            raise self.src.error(node, f"name {name!r}: names starting with '__' and non-ASCII "
+                                       "names are reserved for the engine")
+
+    def new_transient(self, prefix):
+        self._counter += 1
+        c = Container(f"{prefix}{self._counter}", np.dtype(np.float64), (), True)
+        self.containers[c.name] = c
+        return c
+
+    # ---- statements -----------------------------------------------------------------
+    def build(self) -> SDFG:
+        body = self.block(self.src.tree.body, top=True)
+        return SDFG(self.name, tuple(self.arguments), dict(self.containers),
+                    tuple(self.symbols), body, self.result, self.src.filename)
+
+    def block(self, stmts, top=False):
+        elements = []
+        for k, stmt in enumerate(stmts):
+            if top and k == 0 and _is_docstring(stmt):
+                continue
+            if isinstance(stmt, ast.Return) and not (top and k == len(stmts) - 1):
+                raise self.src.error(stmt, "`return` must be the last statement of the kernel")
+            elements.extend(self.statement(stmt))
+        return Sequence(tuple(elements))
+
+    def statement(self, stmt):
+        method = getattr(self, "_stmt_" + type(stmt).__name__, None)
+        if method is None:
+            raise self.src.error(stmt, f"statement `{_first_line(stmt)}` "
+                                       f"({type(stmt).__name__}) is not supported in kernels; "
+                                       "see docs/kernel-language.md")
+        return method(stmt)
+
+    def _stmt_Pass(self, stmt):
+        return []
+
+    def _stmt_Expr(self, stmt):
+        raise self.src.error(stmt, f"expression statement `{_first_line(stmt)}` has no effect "
+                                   "in a kernel (calls with side effects such as print are not "
+                                   "supported)")
+
+    def _stmt_Assign(self, stmt):
+        if len(stmt.targets) != 1 or isinstance(stmt.targets[0], (ast.Tuple, ast.List)):
+            raise self.src.error(stmt, "assign one target at a time (`a = b = ...` and tuple "
+                                       "unpacking are not supported)")
+        return self._assign(stmt, stmt.targets[0], stmt.value, None)
+
+    def _stmt_AugAssign(self, stmt):
+        if type(stmt.op) not in AUG_OPS:
+            raise self.src.error(stmt, f"augmented assignment `{_first_line(stmt)}`: only "
+                                       "+=, -=, *= and /= are supported")
+        return self._assign(stmt, stmt.target, stmt.value, AUG_OPS[type(stmt.op)])
+
+    def _stmt_AnnAssign(self, stmt):
+        if stmt.value is None:
+            return []
+        return self._assign(stmt, stmt.target, stmt.value, None)
+
+    def _assign(self, stmt, target, value, op):
+        if isinstance(target, ast.Name) and target.id in self.int_locals:
+            return self._bind_int_local(stmt, target, value, op)
+        ex = ExpressionBuilder(self, self.scope)
+        if isinstance(target, ast.Subscript):
+            container, subset = ex.memlet_for(target)
+            if not container.transient and self._argument(container.name).kind == "float":
+                raise self.src.error(target, f"{container.name!r} is a scalar")
+        elif isinstance(target, ast.Name):
+            container = self._scalar_target(target)
+            subset = ()
+        else:
+            raise self.src.error(target, f"cannot assign to `{ast.unparse(target)}`")
+        rhs = ex.value(value)
+        if op is not None:
+            rhs = op(ex._read(container.name, subset), rhs)
+        self.scope[container.name] = self.scope.get(container.name, DataValue(container))
+        out = Memlet(container.name, subset)
+        inputs = tuple((conn, Memlet(d, s)) for (d, s), conn in ex.reads.items())
+        state = State((Tasklet(inputs, ((out, rhs),), stmt.lineno + self.src.first_line - 1),),
+                      f"line_{stmt.lineno + self.src.first_line - 1}")
+        return ex.prelude + [state]
+
+    def _scalar_target(self, target):
+        binding = self.scope.get(target.id)
+        if isinstance(binding, IntValue):
+            raise self.src.error(target, f"cannot assign to {target.id!r}: it is a loop "
+                                         "variable, a size or an int argument")
+        if isinstance(binding, DataValue) and not binding.container.is_scalar:
+            raise self.src.error(target, f"cannot rebind the array {target.id!r}; assign to "
+                                         f"its elements ({target.id}[i] = ...)")
+        if target.id in self.containers:
+            return self.containers[target.id]
+        self._check_name(target, target.id)
+        raise self.src.error(target, f"cannot assign to {target.id!r}")
+
+    def _bind_int_local(self, stmt, target, value, op):
+        if op is not None:
+            raise self.src.error(stmt, f"integer local {target.id!r} is updated in place; "
+                                       "compute it from the loop variables instead")
+        ex = ExpressionBuilder(self, self.scope)
+        self.scope[target.id] = IntValue(ex.index(value, f"integer local {target.id!r}"))
+        return []
+
+    def _stmt_For(self, stmt):
+        if stmt.orelse:
+            raise self.src.error(stmt, "`for ... else` is not supported")
+        if not isinstance(stmt.target, ast.Name):
+            raise self.src.error(stmt.target, "the loop variable must be a single name")
+        it = stmt.iter
+        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name)
+                and it.func.id == "range" and it.func.id not in self.src.globals
+                and not it.keywords and 1 <= len(it.args) <= 3):
+            raise self.src.error(it, f"loops must be `for v in range(...)`, got "
+                                     f"`{ast.unparse(it)}`; iterate over indices instead")
+        ex = ExpressionBuilder(self, self.scope)
+        bounds = [ex.index(a, "a range() bound") for a in it.args]
+        start, stop, step = (sp.Integer(0), bounds[0], sp.Integer(1)) if len(bounds) == 1 else \
+            (bounds[0], bounds[1], bounds[2] if len(bounds) == 3 else sp.Integer(1))
+        if step == 0:
+            raise self.src.error(it, "range() step must not be zero")
+        var = stmt.target.id
+        self._check_name(stmt.target, var)
+        if var in self.scope:
+            raise self.src.error(stmt.target, f"loop variable {var!r} shadows an argument, a "
+                                              "size or an enclosing loop variable")
+        symbol = sp.Symbol(var, integer=True)
+        self.scope[var] = IntValue(symbol)
+        try:
+            body = self.block(stmt.body)
+        finally:
+            del self.scope[var]
+        line = stmt.lineno + self.src.first_line - 1
+        return [LoopRegion(symbol, start, stop, step, body, line)]
+
+    def _stmt_If(self, stmt):
+        ex = ExpressionBuilder(self, self.scope)
+        cond = ex.condition(stmt.test)
+        branches = [(cond, self.block(stmt.body))]
+        orelse = stmt.orelse
+        if orelse:
+            branches.append((None, self.block(orelse)))
+        return [ConditionalRegion(tuple(branches), stmt.lineno + self.src.first_line - 1)]
+
+    def _stmt_Return(self, stmt):
+        if stmt.value is None:
+            return []
+        result = Container(RESULT, np.dtype(np.float64), (), True)
+        self.containers[RESULT] = result
+        self.scope[RESULT] = DataValue(result)
+        target = ast.copy_location(ast.Name(RESULT, ast.Store()), stmt)
+        self.result = RESULT
+        return self._assign(stmt, target, stmt.value, None)
+
+    def _argument(self, name):
+        return next(a for a in self.arguments if a.name == name)
+
+
+def _is_docstring(stmt):
+    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) \
+        and isinstance(stmt.value.value, str)
+
+
+def _first_line(stmt):
+    return ast.unparse(stmt).splitlines()[0]
+
+
+def parse(src, name, types) -> SDFG:
+    """Lower the kernel's AST to an SDFG for the given argument types."""
+    return KernelBuilder(src, name, types).build()
+

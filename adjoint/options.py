@@ -1,0 +1,28 @@
+"""Engine settings: one object that Hydra fills in ``run.py`` and users can set directly."""
+import os
+from dataclasses import dataclass, field, fields
+
+
+@dataclass
+class Options:
+    """``compiler``/``cflags``: how generated C is built; ``cache_dir``: where modules are
+    kept (default: ``$SIMCORE_CACHE_DIR``, else ``~/.cache/simcore``); ``device``: 'cpu'."""
+    compiler: str = field(default_factory=lambda: os.environ.get("CC", "cc"))
+    cflags: tuple = ("-O3", "-march=native", "-std=c99", "-fno-math-errno")
+    cache_dir: str = ""
+    device: str = "cpu"
+
+
+options = Options()
+
+
+def configure(**changes):
+    """Change engine options: ``adjoint.configure(cflags=("-O2",), cache_dir="/scratch/k")``."""
+    known = {f.name for f in fields(Options)}
+    for key, value in changes.items():
+        if key not in known:
+            raise TypeError(f"unknown engine option {key!r}; known: {sorted(known)}")
+        if key == "device" and value != "cpu":
+            raise ValueError(f"device {value!r} is not available; this build supports 'cpu'")
+        setattr(options, key, tuple(value) if key == "cflags" else value)
+    return options

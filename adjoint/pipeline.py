@@ -1,0 +1,49 @@
+"""The only place that knows the order of the stages; every artefact is kept.
+
+    [Python source] --frontend--> SDFG --validate--> --bounds--> proofs + runtime checks
+    SDFG --autodiff--> recording forward + reverse sweep
+    SDFG(s) --codegen--> C source --runtime--> shared library loaded through cffi
+"""
+from dataclasses import dataclass
+
+from .analysis.bounds import index_checks
+from .autodiff import Adjoint, differentiate
+from .codegen import Layout, generate_module
+from .frontend import parse
+from .runtime import CompiledModule, build_module, load
+from .sdfg import SDFG, validate
+
+
+@dataclass(frozen=True)
+class Forward:
+    sdfg: SDFG
+    checks: tuple          # IndexChecks evaluated once per distinct sizes
+    layout: Layout
+    source: str
+    module: CompiledModule
+
+
+@dataclass(frozen=True)
+class Backward:
+    adjoint: Adjoint
+    layout: Layout
+    source: str
+    module: CompiledModule
+
+
+def lower_forward(src, name, types) -> Forward:
+    sdfg = validate(parse(src, name, types))                     # Python AST -> SDFG
+    checks = tuple(index_checks(sdfg))                            # prove indices in bounds
+    layout = Layout(sdfg.symbols, tuple(sdfg.containers.values()))
+    source = generate_module(layout, [("forward", sdfg)], checks, None)   # SDFG -> C
+    return Forward(sdfg, checks, layout, source, load(build_module(source, name)))
+
+
+def lower_backward(forward: Forward, wrt, outputs) -> Backward:
+    adj = differentiate(forward.sdfg, wrt, outputs)               # SDFG -> reverse-mode SDFGs
+    validate(adj.record)
+    validate(adj.reverse)
+    layout = Layout(forward.sdfg.symbols, tuple(adj.record.containers.values()))
+    source = generate_module(layout, [("record", adj.record), ("reverse", adj.reverse)],
+                             forward.checks, adj.record)
+    return Backward(adj, layout, source, load(build_module(source, forward.sdfg.name + "_grad")))

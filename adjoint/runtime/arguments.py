@@ -1,0 +1,93 @@
+"""Check a call's arguments against a kernel's SDFG and turn them into buffers."""
+import numpy as np
+import sympy as sp
+
+from ..errors import ArgumentError
+
+
+def bind(sdfg, args):
+    """(int64 array of symbol values, {argument name: ndarray}) for one call.
+
+    Arrays are passed as they are (no copy); float scalars become fresh
+    1-element arrays. Raises ArgumentError naming the argument on any mismatch.
+    """
+    params = sdfg.arguments
+    if len(args) != len(params):
+        names = ", ".join(a.name for a in params)
+        raise ArgumentError(f"{sdfg.name}() takes {len(params)} arguments ({names}), "
+                            f"got {len(args)}")
+    env, source, values = {}, {}, {}
+    for p, v in zip(params, args):
+        if p.kind == "array":
+            values[p.name] = _array(sdfg, p, v, env, source)
+        elif p.kind == "float":
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer,
+                                                                       np.floating)):
+                raise ArgumentError(f"argument {p.name!r} must be a float, got "
+                                    f"{type(v).__name__}")
+            values[p.name] = np.array([float(v)])
+        else:
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+                raise ArgumentError(f"argument {p.name!r} must be an int, got "
+                                    f"{type(v).__name__} {v!r}")
+            _bind_symbol(sdfg, p.name, int(v), env, source, p.name)
+    for p, v in zip(params, args):
+        if p.kind == "array":
+            _check_shape(p, v, env, source)
+    _check_aliasing(params, values)
+    missing = [s.name for s in sdfg.symbols if s not in env]
+    if missing:
+        raise ArgumentError(f"cannot infer the sizes {missing} from the arguments of "
+                            f"{sdfg.name}(); use them directly as an array dimension")
+    syms = np.array([env[s] for s in sdfg.symbols], dtype=np.int64)
+    return syms, values
+
+
+def _array(sdfg, p, v, env, source):
+    if not isinstance(v, np.ndarray):
+        raise ArgumentError(f"argument {p.name!r} must be a NumPy array of {p.dtype}, got "
+                            f"{type(v).__name__}")
+    if v.dtype != p.dtype:
+        raise ArgumentError(f"argument {p.name!r} has dtype {v.dtype}, the kernel expects "
+                            f"{p.dtype}; convert it with {p.name}.astype(np.{p.dtype})")
+    if v.ndim != len(p.shape):
+        raise ArgumentError(f"argument {p.name!r} has {v.ndim} dimensions, the kernel expects "
+                            f"{len(p.shape)}")
+    if not v.flags.c_contiguous:
+        raise ArgumentError(f"argument {p.name!r} is not C-contiguous; pass "
+                            f"np.ascontiguousarray({p.name})")
+    for size, actual in zip(p.shape, v.shape):
+        if isinstance(size, sp.Symbol):
+            _bind_symbol(sdfg, size.name, actual, env, source, p.name, size)
+    return v
+
+
+def _bind_symbol(sdfg, name, value, env, source, arg, symbol=None):
+    symbol = symbol or next((s for s in sdfg.symbols if s.name == name), None)
+    if symbol is None:
+        return
+    if symbol in env and env[symbol] != value:
+        raise ArgumentError(f"argument {arg!r} implies {name}={value}, but argument "
+                            f"{source[symbol]!r} gave {name}={env[symbol]}: inconsistent sizes")
+    env.setdefault(symbol, value)
+    source.setdefault(symbol, arg)
+
+
+def _check_shape(p, v, env, source):
+    for k, (size, actual) in enumerate(zip(p.shape, v.shape)):
+        expected = size.subs(env)
+        if expected.free_symbols:
+            continue
+        if int(expected) != actual:
+            origin = ", ".join(f"{s}={env[s]} from {source[s]!r}" for s in size.free_symbols)
+            raise ArgumentError(f"argument {p.name!r} has shape {v.shape}; dimension {k} must "
+                                f"be {size} = {int(expected)}" + (f" ({origin})" if origin else ""))
+
+
+def _check_aliasing(params, values):
+    arrays = [(p.name, values[p.name]) for p in params if p.kind == "array"]
+    for k, (a, x) in enumerate(arrays):
+        for b, y in arrays[k + 1:]:
+            if np.shares_memory(x, y):
+                raise ArgumentError(f"arguments {a!r} and {b!r} share memory; pass separate "
+                                    "arrays (use .copy())")

@@ -1,0 +1,194 @@
+"""IR nodes: containers, memlets, dataflow nodes, control-flow regions.
+
+All nodes are frozen dataclasses; passes build new graphs instead of mutating.
+Index expressions and tasklet bodies are sympy expressions.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Union
+
+import numpy as np
+import sympy as sp
+
+
+@dataclass(frozen=True)
+class Container:
+    """A named piece of memory: an array, or a scalar when ``shape == ()``."""
+    name: str
+    dtype: np.dtype
+    shape: tuple = ()
+    transient: bool = False
+
+    @property
+    def is_scalar(self):
+        return self.shape == ()
+
+    def strides(self):
+        """Element strides of the C-contiguous layout, as sympy expressions."""
+        out, acc = [], sp.Integer(1)
+        for size in reversed(self.shape):
+            out.append(acc)
+            acc = acc * size
+        return tuple(reversed(out))
+
+    def volume(self):
+        return sp.Mul(*self.shape) if self.shape else sp.Integer(1)
+
+
+@dataclass(frozen=True)
+class Argument:
+    """A parameter of the kernel in call order: ``kind`` is 'array', 'float' or 'int'."""
+    name: str
+    kind: str
+    dtype: np.dtype
+    shape: tuple = ()
+
+
+@dataclass(frozen=True)
+class Memlet:
+    """Movement of exactly one element ``data[subset]``; ``wcr='sum'`` accumulates."""
+    data: str
+    subset: tuple = ()
+    wcr: Optional[str] = None
+
+    def __str__(self):
+        idx = ", ".join(str(i) for i in self.subset)
+        op = " (+=)" if self.wcr else ""
+        return f"{self.data}[{idx}]{op}" if self.subset else f"{self.data}{op}"
+
+
+@dataclass(frozen=True)
+class Tasklet:
+    """Reads every input into its connector, then writes each output in order.
+
+    ``inputs``: (connector symbol, memlet) pairs; ``outputs``: (memlet, sympy
+    expression over the connectors and integer symbols) pairs.
+    """
+    inputs: tuple
+    outputs: tuple
+    line: int = 0
+
+    def connector_memlets(self):
+        return {conn: m for conn, m in self.inputs}
+
+
+@dataclass(frozen=True)
+class MapScope:
+    """A parallel scope: ``body`` runs once for every point of the ranges."""
+    params: tuple
+    ranges: tuple          # (start, stop, step) per parameter
+    body: tuple            # tasklets
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class Push:
+    """Save ``memlet``'s element on the tape (before it is overwritten)."""
+    memlet: Memlet
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class Pop:
+    """Restore ``memlet``'s element from the tape (reverse sweep)."""
+    memlet: Memlet
+    line: int = 0
+
+
+DataflowNode = Union[Tasklet, MapScope, Push, Pop]
+
+
+@dataclass(frozen=True)
+class State:
+    """A dataflow graph; its nodes run in order (a chain of tasklets and maps)."""
+    nodes: tuple
+    label: str = ""
+
+
+@dataclass(frozen=True)
+class Sequence:
+    """Control-flow regions executed one after another."""
+    elements: tuple = ()
+
+
+@dataclass(frozen=True)
+class LoopRegion:
+    """``for var in range(start, stop, step)``; ``reverse`` visits the same values backwards."""
+    var: sp.Symbol
+    start: sp.Expr
+    stop: sp.Expr
+    step: sp.Expr
+    body: Sequence
+    line: int = 0
+    reverse: bool = False
+
+
+@dataclass(frozen=True)
+class ConditionalRegion:
+    """``if``/``elif``/``else``: (condition, body) pairs; condition None is ``else``."""
+    branches: tuple
+    line: int = 0
+
+
+Region = Union[State, Sequence, LoopRegion, ConditionalRegion]
+
+
+@dataclass(frozen=True)
+class SDFG:
+    """A whole kernel: arguments, containers, integer symbols and a control-flow tree."""
+    name: str
+    arguments: tuple
+    containers: dict = field(hash=False)
+    symbols: tuple          # integer symbols the C entry points take by value
+    body: Sequence
+    result: Optional[str] = None
+    filename: str = "<kernel>"
+
+    def container(self, name) -> Container:
+        return self.containers[name]
+
+    def replace(self, **changes) -> "SDFG":
+        from dataclasses import replace
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class Guard:
+    """A condition enclosing a node (one branch of a ConditionalRegion) in a walk's context."""
+    condition: sp.Basic
+
+
+def walk(region):
+    """Yield (node, context) for every dataflow node in program order; the context
+    is the tuple of enclosing LoopRegions and Guards, outermost first."""
+    yield from _walk(region, ())
+
+
+def _walk(region, context):
+    if isinstance(region, State):
+        for node in region.nodes:
+            yield node, context
+    elif isinstance(region, Sequence):
+        for element in region.elements:
+            yield from _walk(element, context)
+    elif isinstance(region, LoopRegion):
+        yield from _walk(region.body, context + (region,))
+    elif isinstance(region, ConditionalRegion):
+        taken = []
+        for cond, body in region.branches:
+            guard = sp.And(*[sp.Not(c) for c in taken], cond if cond is not None else sp.true)
+            taken.append(cond)
+            yield from _walk(body, context + (Guard(guard),))
+    else:
+        raise TypeError(f"not a region: {region!r}")
+
+
+def tasklets(region):
+    """Yield (tasklet, context, enclosing map or None) in program order."""
+    for node, context in walk(region):
+        if isinstance(node, Tasklet):
+            yield node, context, None
+        elif isinstance(node, MapScope):
+            for t in node.body:
+                yield t, context, node

@@ -1,0 +1,58 @@
+"""Structural checks run after every pass in the tests."""
+import sympy as sp
+
+from .nodes import LoopRegion, MapScope, Pop, Push, Tasklet, walk
+
+
+class InvalidSDFG(AssertionError):
+    """An SDFG broke an invariant of the IR (a bug in a pass)."""
+
+
+def validate(sdfg):
+    """Raise :class:`InvalidSDFG` if a memlet names an unknown container, has the
+    wrong number of indices, or an expression uses an unbound symbol."""
+    known = set(sdfg.symbols)
+    for node, context in walk(sdfg.body):
+        bound = set(known)
+        for region in context:
+            if isinstance(region, LoopRegion):
+                _check_symbols((region.start, region.stop, region.step), bound,
+                               f"loop over {region.var}")
+                bound.add(region.var)
+            else:
+                _check_symbols((region.condition,), bound, "condition")
+        if isinstance(node, MapScope):
+            bound = bound | set(node.params)
+            for t in node.body:
+                _check_tasklet(sdfg, t, bound)
+        elif isinstance(node, Tasklet):
+            _check_tasklet(sdfg, node, bound)
+        elif isinstance(node, (Push, Pop)):
+            _check_memlet(sdfg, node.memlet, bound)
+    return sdfg
+
+
+def _check_tasklet(sdfg, t, bound):
+    connectors = set()
+    for conn, m in t.inputs:
+        _check_memlet(sdfg, m, bound)
+        connectors.add(conn)
+    for m, expr in t.outputs:
+        _check_memlet(sdfg, m, bound)
+        _check_symbols((expr,), bound | connectors, f"tasklet at line {t.line}")
+
+
+def _check_memlet(sdfg, m, bound):
+    if m.data not in sdfg.containers:
+        raise InvalidSDFG(f"memlet {m} names no container")
+    if len(m.subset) != len(sdfg.containers[m.data].shape):
+        raise InvalidSDFG(f"memlet {m} has {len(m.subset)} indices for a "
+                          f"{len(sdfg.containers[m.data].shape)}-d container")
+    _check_symbols(m.subset, bound, f"memlet {m}")
+
+
+def _check_symbols(exprs, bound, where):
+    for e in exprs:
+        free = sp.sympify(e).free_symbols - set(bound)
+        if free:
+            raise InvalidSDFG(f"{where} uses unbound symbols {sorted(map(str, free))}")

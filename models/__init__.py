@@ -1,0 +1,1 @@
+"""Domain models, one module each."""
