@@ -114,8 +114,10 @@ class Specialization:
     def run(self, module, entry, syms, buffers, tape=None, position=0):
         status, _ = module.check(syms)
         if status:
-            raise BoundsError(f"{self.sdfg.filename}: {self.forward.checks[status - 1].message} "
-                              f"for the sizes of this call")
+            check = self.forward.checks[status - 1]
+            sizes = ", ".join(f"{s}={v}" for s, v in zip(self.sdfg.symbols, syms))
+            raise BoundsError(f"{self.sdfg.filename}:{check.line}: {check.message} "
+                              f"(at {sizes})")
         module.call(entry, syms, buffers, tape, position)
 
     def result(self, buffers):
@@ -128,7 +130,7 @@ class Specialization:
         lines = [to_text(self.sdfg)]
         if self.forward.checks:
             lines.append("index checks evaluated once per call signature:")
-            lines += [f"  {c.message}" for c in self.forward.checks]
+            lines += [f"  line {c.line}: {c.message}" for c in self.forward.checks]
         else:
             lines.append("every index proven in bounds for all sizes")
         for (wrt, outs), bwd in self._backward.items():

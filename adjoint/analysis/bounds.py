@@ -19,23 +19,31 @@ class IndexCheck:
     """``condition`` must hold for every iteration of ``context``."""
     context: tuple
     condition: sp.Basic
+    line: int
     message: str
 
 
 def index_checks(sdfg):
     """The conditions that could not be proven statically, in program order."""
-    checks = []
+    checks, seen_loops = [], set()
     for node, context in walk(sdfg.body):
+        for depth, region in enumerate(context):
+            if isinstance(region, LoopRegion) and not region.step.is_number \
+                    and id(region) not in seen_loops:
+                seen_loops.add(id(region))
+                checks.append(IndexCheck(context[:depth], sp.Ne(region.step, 0), region.line,
+                                         f"range() step {region.step} is zero"))
         for memlet, line, ctx in _memlets(node, context):
             container = sdfg.containers[memlet.data]
             loops = [c for c in ctx if isinstance(c, LoopRegion)]
             for k, (index, size) in enumerate(zip(memlet.subset, container.shape)):
-                where = f"line {line}: index {k} of {container.name}[...] = {index}"
+                where = f"{memlet.data}[{', '.join(map(str, memlet.subset))}]: index {index}"
                 if not _proven_nonnegative(index, loops):
-                    checks.append(IndexCheck(ctx, sp.Ge(index, 0), f"{where} can be negative"))
+                    checks.append(IndexCheck(ctx, sp.Ge(index, 0), line,
+                                             f"{where} can be negative"))
                 if not _proven_nonnegative(size - 1 - index, loops):
-                    checks.append(IndexCheck(ctx, sp.Lt(index, size),
-                                             f"{where} can reach the size {size}"))
+                    checks.append(IndexCheck(ctx, sp.Lt(index, size), line,
+                                             f"{where} can reach the size {size} of dimension {k}"))
     return checks
 
 

@@ -13,6 +13,10 @@ class floordiv(sp.Function):
         if b == 1:
             return a
 
+    def _sympystr(self, printer):
+        a, b = (printer.parenthesize(x, 50) for x in self.args)
+        return f"{a} // {b}"
+
 
 class python_mod(sp.Function):
     """Python's ``a % b`` on integers (takes the sign of ``b``)."""
@@ -22,3 +26,7 @@ class python_mod(sp.Function):
     def eval(cls, a, b):
         if a.is_Integer and b.is_Integer and b != 0:
             return sp.Integer(int(a) % int(b))
+
+    def _sympystr(self, printer):
+        a, b = (printer.parenthesize(x, 50) for x in self.args)
+        return f"{a} % {b}"

@@ -1,0 +1,104 @@
+"""Helpers shared by the engine tests: argument handling and finite differences.
+
+Everything here is independent of the engine: references come from running the
+kernel's ``py_func`` (plain Python/NumPy) in float64.
+"""
+import inspect
+import zlib
+
+import numpy as np
+
+
+def seed_for(name, salt=0):
+    """A stable per-test seed (``hash()`` is randomised per process)."""
+    return zlib.crc32(f"{name}/{salt}".encode())
+
+
+def rng_for(name, salt=0):
+    return np.random.default_rng(seed_for(name, salt))
+
+
+def arg_names(kernel):
+    return list(inspect.signature(kernel.py_func).parameters)
+
+
+def copy_args(args):
+    return tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args)
+
+
+def as_float64(args):
+    return tuple(a.astype(np.float64) if isinstance(a, np.ndarray) else a for a in args)
+
+
+def snapshot(args):
+    """Copies to check later, with :func:`assert_untouched`, that nothing was modified."""
+    return copy_args(args)
+
+
+def assert_untouched(args, saved, what):
+    for k, (a, s) in enumerate(zip(args, saved)):
+        if isinstance(a, np.ndarray):
+            assert np.array_equal(a, s), f"{what} modified argument #{k} of the caller"
+
+
+def run_reference(kernel, args):
+    """Run ``py_func`` on copies: (return value as float or None, final argument copies)."""
+    work = copy_args(args)
+    ret = kernel.py_func(*work)
+    return (None if ret is None else float(ret)), work
+
+
+def random_direction(rng, value):
+    if isinstance(value, np.ndarray):
+        return rng.standard_normal(value.shape)
+    return float(rng.standard_normal())
+
+
+def shifted(args, index_of, directions, step):
+    """float64 copies of ``args`` with ``args[index_of[name]] += step * directions[name]``."""
+    out = list(as_float64(copy_args(args)))
+    for name, d in directions.items():
+        k = index_of[name]
+        out[k] = out[k] + step * d
+    return tuple(out)
+
+
+def fd_directional(func, args, index_of, directions, h=1e-4):
+    """Fourth-order central difference of ``func(args)`` along ``directions`` (by name).
+
+    With h = 1e-4 the truncation error is O(h^4) ~ 1e-16 and the rounding error
+    ~ eps * |f| / h ~ 1e-12 * |f|: far below the 1e-6 the tests ask of the engine.
+    """
+    f = lambda s: func(shifted(args, index_of, directions, s * h))  # noqa: E731
+    # Differences first, so a function that does not depend on the direction gives 0.0.
+    return (8.0 * (f(1.0) - f(-1.0)) - (f(2.0) - f(-2.0))) / (12.0 * h)
+
+
+def fd_atol(f0, h=1e-4):
+    """What rounding alone can leave in :func:`fd_directional` (a few ulps of |f| / h)."""
+    return 100.0 * np.finfo(np.float64).eps * max(abs(f0), 1.0) / h
+
+
+def inner(a, b):
+    """<a, b> for arrays (any dtype, summed in float64) or scalars."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        a = np.asarray(a, dtype=np.float64)
+        b = np.asarray(b, dtype=np.float64)
+        assert a.shape == b.shape, f"shape {a.shape} != {b.shape}"
+        return float(np.sum(a * b))
+    return float(a) * float(b)
+
+
+def assert_close_scalar(got, want, rtol, atol=0.0, what=""):
+    err = abs(got - want)
+    assert err <= rtol * max(abs(got), abs(want)) + atol, (
+        f"{what}: got {got!r}, want {want!r} (|diff| = {err:.3e}, rtol = {rtol:g})")
+
+
+def assert_arrays_close(got, want, rtol, what=""):
+    """Elementwise, relative to the array's scale (entries near zero are not singled out)."""
+    got = np.asarray(got)
+    want = np.asarray(want)
+    assert got.shape == want.shape, f"{what}: shape {got.shape} != {want.shape}"
+    scale = float(np.max(np.abs(want))) if want.size else 0.0
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * scale, err_msg=what)

@@ -1,0 +1,77 @@
+"""Index bounds: proven statically where possible, checked once per call otherwise."""
+import numpy as np
+import pytest
+import sympy as sp
+
+from adjoint import BoundsError, float64, kernel, symbol
+from adjoint.analysis.bounds import index_checks, minimum
+from adjoint.sdfg.nodes import LoopRegion
+
+N = symbol("N")
+
+
+@kernel
+def shifted(A: float64[N]) -> float:
+    for i in range(N):
+        A[i] = A[i + 1] * 2.0          # reads past the end on the last iteration
+    return A[0]
+
+
+@kernel
+def stencil(A: float64[N, N], B: float64[N, N]):
+    for i in range(1, N - 1):
+        for j in range(i, N - 1):
+            B[i, j] = A[i - 1, j + 1] + A[i + 1, j - 1]
+
+
+@kernel
+def strided(A, n):
+    s = 0.0
+    for i in range(0, n, n // 3):
+        s += A[i]
+    return s
+
+
+def test_affine_accesses_are_proven_for_all_sizes():
+    stencil(np.zeros((5, 5)), np.zeros((5, 5)))
+    spec = next(iter(stencil._specs.values()))
+    assert spec.forward.checks == ()
+    assert "every index proven in bounds" in stencil.explain()
+    assert "if (" not in spec.forward.source.split("int sc_forward")[1].split("int sc_check")[0]
+
+
+def test_unprovable_access_raises_naming_the_line():
+    with pytest.raises(BoundsError) as err:
+        shifted(np.zeros(6))
+    line = shifted.__wrapped__.__code__.co_firstlineno + 3
+    assert f":{line}: A[i + 1]: index i + 1 can reach the size N" in str(err.value)
+    assert "N=6" in str(err.value)
+
+
+def test_runtime_checks_are_exact_not_conservative():
+    A = np.arange(10.0)
+    assert strided(A.copy(), 9) == strided.py_func(A.copy(), 9)
+    with pytest.raises(BoundsError, match="range"):
+        strided(A.copy(), 2)              # n // 3 == 0: Python raises ValueError too
+    with pytest.raises(BoundsError, match="can reach the size"):
+        strided(A.copy(), 14)        # visits 0, 4, 8, 12
+
+
+def test_minimum_eliminates_triangular_loops():
+    i, j = sp.symbols("i j", integer=True)
+    n = sp.Symbol("n", integer=True, nonnegative=True)
+    outer = LoopRegion(i, sp.Integer(0), n, sp.Integer(1), None)
+    inner = LoopRegion(j, sp.Integer(0), i, sp.Integer(1), None)
+    assert minimum(j - 0, [outer, inner]) == 0
+    assert sp.simplify(minimum(n - 1 - j, [outer, inner]) - 1) == 0   # j <= i - 1 <= n - 2
+    assert minimum(i * j, [outer, inner]) is None                   # not affine: give up
+
+
+def test_checks_list_only_unproven_conditions():
+    spec = shifted.specialize((np.zeros(3),))
+    checks = index_checks(spec.sdfg)
+    assert [c.message for c in checks] == [
+        "A[i + 1]: index i + 1 can reach the size N of dimension 0",
+        "A[0]: index 0 can reach the size N of dimension 0"]      # N may be 0
+    with pytest.raises(BoundsError, match="A\\[0\\]"):
+        kernel(shifted.__wrapped__)(np.zeros(0))
