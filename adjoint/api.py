@@ -7,7 +7,7 @@ import numpy as np
 import sympy as sp
 
 from . import pipeline
-from .autodiff import adjoint_name
+from .autodiff import adjoint_name, tangent_name
 from .errors import AdjointError, ArgumentError, BoundsError
 from .frontend import RESULT, declared_types, read_source, type_of_value
 from .runtime.arguments import bind
@@ -85,12 +85,20 @@ class Specialization:
 
     def __init__(self, forward):
         self.forward, self.sdfg = forward, forward.sdfg
-        self._backward = {}
-        self._sizes = {}
+        self._backward, self._tangent, self._sizes = {}, {}, {}
         self.floating = [a.name for a in self.sdfg.arguments if a.kind in ("array", "float")]
         written = {m.data for node in _tasklet_outputs(self.sdfg) for m in node}
         self.written_arrays = [a.name for a in self.sdfg.arguments
                                if a.kind == "array" and a.name in written]
+
+    def argument(self, name):
+        return next(a for a in self.sdfg.arguments if a.name == name)
+
+    def tangent(self, wrt) -> pipeline.Tangent:
+        key = frozenset(wrt)
+        if key not in self._tangent:
+            self._tangent[key] = pipeline.lower_tangent(self.forward, key)
+        return self._tangent[key]
 
     def backward(self, wrt, outputs) -> pipeline.Backward:
         key = (frozenset(wrt), frozenset(outputs))
@@ -118,7 +126,7 @@ class Specialization:
             sizes = ", ".join(f"{s}={v}" for s, v in zip(self.sdfg.symbols, syms))
             raise BoundsError(f"{self.sdfg.filename}:{check.line}: {check.message} "
                               f"(at {sizes})")
-        module.call(entry, syms, buffers, tape, position)
+        return module.call(entry, syms, buffers, tape, position)
 
     def result(self, buffers):
         if self.sdfg.result is None:
@@ -171,9 +179,11 @@ class _Call:
         self.state = {c.name: values[c.name] if c.name in values else spec.zeros(c, self.syms)
                       for c in self.containers if c.name in primal}
         _, length = self.bwd.module.check(self.syms)
-        self.tape = np.empty(length)
+        self.tape = np.empty(length)        # an upper bound when decisions depend on data
+        self.tape_end = 0
         if run_forward or self.bwd.adjoint.needs_forward:
-            spec.run(self.bwd.module, "record", self.syms, self._buffers({}), self.tape)
+            self.tape_end = spec.run(self.bwd.module, "record", self.syms, self._buffers({}),
+                                     self.tape)
 
     def _buffers(self, adjoints):
         """Pointers in layout order; adjoints the recording forward never touches are empty."""
@@ -194,7 +204,7 @@ class _Call:
             if g in adjoints:
                 adjoints[g][...] = np.asarray(cot, dtype=adjoints[g].dtype).reshape(-1)
         buffers = [state[n] if n in state else adjoints[n] for n in self.names]
-        self.spec.run(self.bwd.module, "reverse", self.syms, buffers, self.tape, self.tape.size)
+        self.spec.run(self.bwd.module, "reverse", self.syms, buffers, self.tape, self.tape_end)
         out = {}
         for name in self.spec.floating:
             g = adjoints.get(adjoint_name(name))
@@ -204,7 +214,7 @@ class _Call:
         return out
 
     def _is_scalar(self, name):
-        return next(a for a in self.spec.sdfg.arguments if a.name == name).kind == "float"
+        return self.spec.argument(name).kind == "float"
 
 
 def _check_wrt(k, spec, wrt):
@@ -269,3 +279,41 @@ def vjp(k: Kernel, *args):
         return call.pullback(renamed)
 
     return outs, pullback
+
+
+def jvp(k: Kernel, primals, tangents):
+    """Forward mode: ``(outputs, output_tangents)`` for tangents of some floating arguments.
+
+    ``outputs`` is as in :func:`vjp`; ``output_tangents`` maps the same keys to the
+    directional derivatives. The caller's arrays are not modified.
+    """
+    k = kernel(k)
+    primals = tuple(primals)
+    spec = k.specialize(primals)
+    unknown = set(tangents) - set(spec.floating)
+    if unknown:
+        raise ArgumentError(f"tangents given for {sorted(unknown)}, but the floating arguments "
+                            f"of {k.__name__}() are {spec.floating}")
+    syms, values = bind(spec.sdfg, primals)
+    for name in spec.written_arrays:
+        values[name] = values[name].copy()
+    for name, t in tangents.items():
+        expected = np.shape(values[name]) if spec.argument(name).kind == "array" else ()
+        if np.shape(t) != expected:
+            raise ArgumentError(f"tangent for {name!r} has shape {np.shape(t)}, the argument "
+                                f"has shape {expected}")
+        values[tangent_name(name)] = np.array(t, dtype=values[name].dtype).reshape(-1)
+    tan = spec.tangent(tangents)
+    buffers = spec.buffers(values, syms, tan.layout.containers)
+    spec.run(tan.module, "tangent", syms, buffers)
+    by_name = {c.name: b for c, b in zip(tan.layout.containers, buffers)}
+    outs, dots = {}, {}
+    for name in spec.written_arrays:
+        outs[name] = by_name[name]
+        d = by_name.get(tangent_name(name))
+        dots[name] = d.reshape(outs[name].shape) if d is not None else np.zeros_like(outs[name])
+    if spec.sdfg.result:
+        outs["return"] = float(by_name[RESULT][0])
+        d = by_name.get(tangent_name(RESULT))
+        dots["return"] = float(d[0]) if d is not None else 0.0
+    return outs, dots

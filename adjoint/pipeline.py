@@ -1,13 +1,13 @@
 """The only place that knows the order of the stages; every artefact is kept.
 
     [Python source] --frontend--> SDFG --validate--> --bounds--> proofs + runtime checks
-    SDFG --autodiff--> recording forward + reverse sweep
+    SDFG --autodiff--> recording forward + reverse sweep, or the tangent-linear SDFG
     SDFG(s) --codegen--> C source --runtime--> shared library loaded through cffi
 """
 from dataclasses import dataclass
 
 from .analysis.bounds import index_checks
-from .autodiff import Adjoint, differentiate
+from .autodiff import Adjoint, differentiate, linearize
 from .codegen import Layout, generate_module
 from .frontend import parse
 from .runtime import CompiledModule, build_module, load
@@ -47,3 +47,20 @@ def lower_backward(forward: Forward, wrt, outputs) -> Backward:
     source = generate_module(layout, [("record", adj.record), ("reverse", adj.reverse)],
                              forward.checks, adj.record)
     return Backward(adj, layout, source, load(build_module(source, forward.sdfg.name + "_grad")))
+
+
+@dataclass(frozen=True)
+class Tangent:
+    sdfg: SDFG
+    varied: frozenset
+    layout: Layout
+    source: str
+    module: CompiledModule
+
+
+def lower_tangent(forward: Forward, wrt) -> Tangent:
+    sdfg, varied = linearize(forward.sdfg, wrt)                  # SDFG -> tangent-linear SDFG
+    validate(sdfg)
+    layout = Layout(sdfg.symbols, tuple(sdfg.containers.values()))
+    source = generate_module(layout, [("tangent", sdfg)], forward.checks, None)
+    return Tangent(sdfg, varied, layout, source, load(build_module(source, sdfg.name + "_jvp")))

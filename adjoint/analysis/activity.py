@@ -23,12 +23,12 @@ def dependencies(sdfg):
 
 def active_containers(sdfg, wrt, outputs):
     deps = dependencies(sdfg)
-    varied = _closure(set(wrt), deps)
-    useful = _closure(set(outputs), [(i, {o}) for o, ins in deps for i in ins])
+    varied = closure(set(wrt), deps)
+    useful = closure(set(outputs), [(i, {o}) for o, ins in deps for i in ins])
     return frozenset(varied & useful)
 
 
-def _closure(start, edges):
+def closure(start, edges):
     """Everything reachable from ``start`` along (target, sources) edges."""
     reached, changed = set(start), True
     while changed:

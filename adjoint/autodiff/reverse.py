@@ -17,8 +17,9 @@ from dataclasses import dataclass
 import sympy as sp
 
 from ..analysis.activity import active_containers, written_containers
-from ..sdfg.nodes import (SDFG, ConditionalRegion, Container, LoopRegion, MapScope, Memlet,
-                          Pop, Push, Sequence, State, Tasklet, tasklets)
+from ..sdfg.nodes import (SDFG, ConditionalRegion, Container, Guard, LoopRegion, MapScope,
+                          Memlet, Pop, Push, Sequence, State, Tasklet, condition_containers,
+                          tasklets, walk)
 from .partials import partial
 
 G = sp.Symbol("__g", real=True)
@@ -54,8 +55,13 @@ def differentiate(sdfg, wrt, outputs) -> Adjoint:
 
 
 def _values_needed(sdfg, active):
-    """Containers whose values some partial derivative of an active statement reads."""
+    """Containers whose values the reverse sweep reads: flags of decisions on data, and
+    what some partial derivative of an active statement reads."""
     needed = set()
+    for _, context in walk(sdfg.body):
+        for region in context:
+            if isinstance(region, Guard):
+                needed |= condition_containers(region.condition, sdfg.containers)
     for t, _, _ in tasklets(sdfg.body):
         conns = t.connector_memlets()
         for memlet, expr in t.outputs:

@@ -58,15 +58,14 @@ class ExpressionBuilder:
         return method(node, what)
 
     def condition(self, node):
-        """A condition on integers (loop variables, sizes): re-evaluated in the reverse sweep."""
+        """A boolean over integers and, where it reads them, data values (as connectors)."""
         if isinstance(node, ast.Compare):
-            if len(node.ops) != len(node.comparators):
-                raise self.src.error(node, "malformed comparison")
-            left, parts = self.index(node.left, "a condition"), []
+            left, parts = self.value(node.left), []
             for op, right in zip(node.ops, node.comparators):
                 if type(op) not in COMPARE:
-                    raise self.src.error(node, f"comparison `{type(op).__name__}` not supported")
-                r = self.index(right, "a condition")
+                    raise self.src.error(node, f"comparison `{type(op).__name__}` is not "
+                                               "supported; use <, <=, >, >=, == or !=")
+                r = self.value(right)
                 parts.append(COMPARE[type(op)](left, r))
                 left = r
             return sp.And(*parts)
@@ -75,9 +74,9 @@ class ExpressionBuilder:
             return sp.And(*parts) if isinstance(node.op, ast.And) else sp.Or(*parts)
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
             return sp.Not(self.condition(node.operand))
-        raise self.src.error(node, f"`{ast.unparse(node)}`: conditions must compare integers "
-                                   "(loop variables, sizes, int arguments); conditions on "
-                                   "array values are not supported, use min/max/abs instead")
+        if isinstance(node, ast.Constant) and isinstance(node.value, bool):
+            return sp.true if node.value else sp.false
+        return sp.Ne(self.value(node), 0)
 
     def memlet_for(self, target: ast.Subscript):
         """The element a subscript names: (container, subset)."""

@@ -6,6 +6,7 @@ import sympy as sp
 
 from ..sdfg import (SDFG, Argument, ConditionalRegion, Container, LoopRegion, Memlet,
                     Sequence, State, Tasklet)
+from ..sdfg.nodes import flag_symbol
 from ..types import ArrayType
 from .expressions import DataValue, ExpressionBuilder, IntValue
 from .locals import classify_locals
@@ -196,11 +197,21 @@ class KernelBuilder:
     def _stmt_If(self, stmt):
         ex = ExpressionBuilder(self, self.scope)
         cond = ex.condition(stmt.test)
+        line = stmt.lineno + self.src.first_line - 1
+        before = ex.prelude
+        if ex.reads:
+            # A decision on data is evaluated once into a flag; the reverse sweep reads the
+            # flag back (restored from the tape), never re-evaluates the condition.
+            flag = self.new_transient("__if")
+            inputs = tuple((conn, Memlet(d, s)) for (d, s), conn in ex.reads.items())
+            decide = sp.Piecewise((sp.Integer(1), cond), (sp.Integer(0), True))
+            before.append(State((Tasklet(inputs, ((Memlet(flag.name), decide),), line),),
+                                f"if_{line}"))
+            cond = sp.Ne(flag_symbol(flag.name), 0)
         branches = [(cond, self.block(stmt.body))]
-        orelse = stmt.orelse
-        if orelse:
-            branches.append((None, self.block(orelse)))
-        return [ConditionalRegion(tuple(branches), stmt.lineno + self.src.first_line - 1)]
+        if stmt.orelse:
+            branches.append((None, self.block(stmt.orelse)))
+        return before + [ConditionalRegion(tuple(branches), line)]
 
     def _stmt_Return(self, stmt):
         if stmt.value is None:

@@ -6,9 +6,10 @@ import numpy as np
 
 ffi = cffi.FFI()
 ffi.cdef("""
-int sc_forward(const int64_t *, void *const *, double *, int64_t);
-int sc_record(const int64_t *, void *const *, double *, int64_t);
-int sc_reverse(const int64_t *, void *const *, double *, int64_t);
+int64_t sc_forward(const int64_t *, void *const *, double *, int64_t);
+int64_t sc_record(const int64_t *, void *const *, double *, int64_t);
+int64_t sc_reverse(const int64_t *, void *const *, double *, int64_t);
+int64_t sc_tangent(const int64_t *, void *const *, double *, int64_t);
 int sc_check(const int64_t *, int64_t *);
 """)
 _loaded = {}
@@ -33,6 +34,7 @@ class CompiledModule:
         return self._checked[key]
 
     def call(self, entry, syms, buffers, tape=None, tape_position=0):
+        """Run an entry point; returns the tape position it ends at."""
         data = ffi.new("void *[]", max(len(buffers), 1))
         for k, b in enumerate(buffers):
             data[k] = ffi.cast("void *", b.ctypes.data)

@@ -124,9 +124,22 @@ class LoopRegion:
     reverse: bool = False
 
 
+def flag_symbol(container_name):
+    """The value of a scalar container inside a condition (a decision made on data)."""
+    return sp.Symbol(container_name, real=True)
+
+
+def condition_containers(condition, containers):
+    """Names of the scalar containers a branch condition reads."""
+    return {s.name for s in condition.free_symbols if s.name in containers}
+
+
 @dataclass(frozen=True)
 class ConditionalRegion:
-    """``if``/``elif``/``else``: (condition, body) pairs; condition None is ``else``."""
+    """``if``/``elif``/``else``: (condition, body) pairs; condition None is ``else``.
+
+    Conditions are over integer symbols and, for decisions on data, flag symbols
+    naming scalar containers that a tasklet filled just before the region."""
     branches: tuple
     line: int = 0
 

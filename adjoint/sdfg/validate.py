@@ -1,7 +1,8 @@
 """Structural checks run after every pass in the tests."""
 import sympy as sp
 
-from .nodes import LoopRegion, MapScope, Pop, Push, Tasklet, walk
+from .nodes import (LoopRegion, MapScope, Pop, Push, Tasklet, condition_containers, flag_symbol,
+                    walk)
 
 
 class InvalidSDFG(AssertionError):
@@ -20,7 +21,9 @@ def validate(sdfg):
                                f"loop over {region.var}")
                 bound.add(region.var)
             else:
-                _check_symbols((region.condition,), bound, "condition")
+                flags = {flag_symbol(n) for n in condition_containers(region.condition,
+                                                                        sdfg.containers)}
+                _check_symbols((region.condition,), bound | flags, "condition")
         if isinstance(node, MapScope):
             bound = bound | set(node.params)
             for t in node.body:

@@ -1,0 +1,58 @@
+"""Forward mode: the tangent-linear SDFG.
+
+Each statement ``x[w] = f(x[r1], ...)`` becomes one tasklet that first writes the
+tangent ``xd[w] = sum_k df/dx[r_k] * xd[r_k]`` and then the primal value: inputs are
+read before either write, so self-references see the old values, as in Python.
+"""
+import sympy as sp
+
+from ..analysis.activity import closure, dependencies
+from ..sdfg.nodes import (ConditionalRegion, Container, LoopRegion, MapScope, Memlet, Sequence,
+                          State, Tasklet)
+from .partials import partial
+
+
+def tangent_name(name):
+    return f"__d_{name}"
+
+
+def linearize(sdfg, wrt):
+    """(tangent-linear SDFG, varied containers) for tangents seeded on ``wrt``."""
+    varied = frozenset(closure(set(wrt), dependencies(sdfg)))
+    containers = dict(sdfg.containers)
+    for name in sorted(varied):
+        c = sdfg.containers[name]
+        containers[tangent_name(name)] = Container(tangent_name(name), c.dtype, c.shape)
+    body = _region(sdfg.body, varied)
+    return sdfg.replace(body=body, containers=containers), varied
+
+
+def _region(region, varied):
+    if isinstance(region, Sequence):
+        return Sequence(tuple(_region(e, varied) for e in region.elements))
+    if isinstance(region, LoopRegion):
+        return LoopRegion(region.var, region.start, region.stop, region.step,
+                          _region(region.body, varied), region.line, region.reverse)
+    if isinstance(region, ConditionalRegion):
+        return ConditionalRegion(tuple((c, _region(b, varied)) for c, b in region.branches),
+                                 region.line)
+    return State(tuple(_node(n, varied) for n in region.nodes), region.label)
+
+
+def _node(node, varied):
+    if isinstance(node, MapScope):
+        return MapScope(node.params, node.ranges, tuple(_node(t, varied) for t in node.body),
+                        node.line)
+    (out, expr), = node.outputs
+    if out.data not in varied:
+        return node
+    conns = node.connector_memlets()
+    inputs, terms = list(node.inputs), []
+    for k, conn in enumerate(sorted(expr.free_symbols & conns.keys(), key=str)):
+        m = conns[conn]
+        if m.data in varied:
+            d = sp.Symbol(f"__d{k}", real=True)
+            inputs.append((d, Memlet(tangent_name(m.data), m.subset)))
+            terms.append(partial(expr, conn) * d)
+    tangent = (Memlet(tangent_name(out.data), out.subset, out.wcr), sp.Add(*terms))
+    return Tasklet(tuple(inputs), (tangent, (out, expr)), node.line)
