@@ -9,6 +9,7 @@ import sympy as sp
 from . import pipeline
 from .autodiff import adjoint_name, tangent_name
 from .errors import AdjointError, ArgumentError, BoundsError
+from .options import options
 from .frontend import RESULT, declared_types, read_source, type_of_value
 from .runtime.arguments import bind
 from .sdfg import to_text
@@ -169,21 +170,41 @@ class _Call:
 
     def __init__(self, k: Kernel, args, wrt, outputs, run_forward=True):
         self.spec = spec = k.specialize(args)
-        self.syms, values = bind(spec.sdfg, args)
-        for name in spec.written_arrays:               # never touch the caller's arrays
-            values[name] = values[name].copy()
         self.bwd = spec.backward(wrt, outputs)
         self.containers = self.bwd.layout.containers
         self.names = [c.name for c in self.containers]
-        primal = {c.name for c in spec.forward.layout.containers}
-        self.state = {c.name: values[c.name] if c.name in values else spec.zeros(c, self.syms)
-                      for c in self.containers if c.name in primal}
+        self.syms = bind(spec.sdfg, args)[0]
         _, length = self.bwd.module.check(self.syms)
         self.tape = np.empty(length)        # an upper bound when decisions depend on data
         self.tape_end = 0
+        self._start(args)
         if run_forward or self.bwd.adjoint.needs_forward:
-            self.tape_end = spec.run(self.bwd.module, "record", self.syms, self._buffers({}),
-                                     self.tape)
+            while True:
+                self.tape_end = spec.run(self.bwd.module, "record", self.syms,
+                                         self._buffers({}), self.tape)
+                if self.tape_end >= 0:
+                    break
+                self._grow_tape()
+                self._start(args)
+
+    def _grow_tape(self):
+        """A while loop ran longer than the tape: retry with twice the tape, up to the limit."""
+        size = max(2 * self.tape.size, 1024)
+        if size * 8 > options.tape_limit_bytes:
+            raise AdjointError(f"{self.spec.sdfg.name}(): the tape outgrew "
+                               f"{options.tape_limit_bytes / 2**30:.1f} GiB while recording; "
+                               "does every while loop terminate? (engine option tape_limit_bytes)")
+        self.tape = np.empty(size)
+
+    def _start(self, args):
+        """Fresh buffers holding the arguments' values (the caller's arrays stay untouched)."""
+        spec = self.spec
+        _, values = bind(spec.sdfg, args)
+        for name in spec.written_arrays:
+            values[name] = values[name].copy()
+        primal = {c.name for c in spec.forward.layout.containers}
+        self.state = {c.name: values[c.name] if c.name in values else spec.zeros(c, self.syms)
+                      for c in self.containers if c.name in primal}
 
     def _buffers(self, adjoints):
         """Pointers in layout order; adjoints the recording forward never touches are empty."""

@@ -6,11 +6,13 @@ from dataclasses import dataclass, field, fields
 @dataclass
 class Options:
     """``compiler``/``cflags``: how generated C is built; ``cache_dir``: where modules are
-    kept (default: ``$SIMCORE_CACHE_DIR``, else ``~/.cache/simcore``); ``device``: 'cpu'."""
+    kept (default: ``$SIMCORE_CACHE_DIR``, else ``~/.cache/simcore``); ``device``: 'cpu';
+    ``tape_limit_bytes``: the most tape a recording forward may grow to (while loops)."""
     compiler: str = field(default_factory=lambda: os.environ.get("CC", "cc"))
     cflags: tuple = ("-O3", "-march=native", "-std=c99", "-fno-math-errno")
     cache_dir: str = ""
     device: str = "cpu"
+    tape_limit_bytes: int = 4 * 2**30
 
 
 options = Options()

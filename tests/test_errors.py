@@ -39,10 +39,12 @@ def bad_try(A: float64[N], T: int) -> float:
     return np.sum(A * A)
 
 
-def bad_while(A: float64[N], T: int) -> float:
+def bad_while_else(A: float64[N], T: int) -> float:
     for i in range(N):
         while A[i] > 1.0:  # ERR
             A[i] = A[i] / 2.0
+        else:
+            A[i] = 0.0
     return np.sum(A * A)
 
 
@@ -75,11 +77,10 @@ def bad_unknown_numpy_function(A: float64[N], T: int) -> float:
     return s
 
 
-def bad_break(A: float64[N], T: int) -> float:
-    for t in range(T):
-        for i in range(N):
-            A[i] = 0.5 * A[i]
-            break  # ERR
+def bad_assert(A: float64[N], T: int) -> float:
+    for i in range(N):
+        A[i] = 0.5 * A[i]
+    assert T > 2  # ERR
     return np.sum(A * A)
 
 
@@ -113,8 +114,8 @@ def bad_unannotated_slice(A, T):
     return np.sum(A * A)
 
 
-BAD_KERNELS = [bad_slice, bad_try, bad_while, bad_print, bad_list_comprehension,
-               bad_unknown_function, bad_unknown_numpy_function, bad_break, bad_attribute,
+BAD_KERNELS = [bad_slice, bad_try, bad_while_else, bad_print, bad_list_comprehension,
+               bad_unknown_function, bad_unknown_numpy_function, bad_assert, bad_attribute,
                bad_string, bad_continuation_line, bad_unannotated_slice]
 
 

@@ -4,6 +4,8 @@ Each statement ``x[w] = f(x[r1], ...)`` becomes one tasklet that first writes th
 tangent ``xd[w] = sum_k df/dx[r_k] * xd[r_k]`` and then the primal value: inputs are
 read before either write, so self-references see the old values, as in Python.
 """
+from dataclasses import replace
+
 import sympy as sp
 
 from ..analysis.activity import closure, dependencies
@@ -31,8 +33,7 @@ def _region(region, varied):
     if isinstance(region, Sequence):
         return Sequence(tuple(_region(e, varied) for e in region.elements))
     if isinstance(region, LoopRegion):
-        return LoopRegion(region.var, region.start, region.stop, region.step,
-                          _region(region.body, varied), region.line, region.reverse)
+        return replace(region, body=_region(region.body, varied))
     if isinstance(region, ConditionalRegion):
         return ConditionalRegion(tuple((c, _region(b, varied)) for c, b in region.branches),
                                  region.line)

@@ -12,7 +12,7 @@ Containers whose values no partial needs are never recorded (linear updates
 such as seidel-2d record nothing). Loops run backwards, conditions on integers
 are re-evaluated, loop variables are recomputed, never stored.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import sympy as sp
 
@@ -79,8 +79,8 @@ def _record(region, recorded):
     if isinstance(region, Sequence):
         return Sequence(tuple(_record(e, recorded) for e in region.elements))
     if isinstance(region, LoopRegion):
-        return LoopRegion(region.var, region.start, region.stop, region.step,
-                          _record(region.body, recorded), region.line, region.reverse)
+        return replace(region, body=_record(region.body, recorded),
+                       tape_trips=region.exit is not None)
     if isinstance(region, ConditionalRegion):
         return ConditionalRegion(tuple((c, _record(b, recorded)) for c, b in region.branches),
                                  region.line)
@@ -109,8 +109,8 @@ class _Reverser:
             parts = [self.region(e) for e in reversed(region.elements)]
             return Sequence(tuple(p for p in parts if not _empty(p)))
         if isinstance(region, LoopRegion):
-            return LoopRegion(region.var, region.start, region.stop, region.step,
-                              self.region(region.body), region.line, not region.reverse)
+            return replace(region, body=self.region(region.body), reverse=not region.reverse,
+                           tape_trips=False)
         if isinstance(region, ConditionalRegion):
             return ConditionalRegion(tuple((c, self.region(b)) for c, b in region.branches),
                                      region.line)

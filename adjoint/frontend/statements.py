@@ -10,13 +10,14 @@ from ..sdfg.nodes import flag_symbol
 from ..types import ArrayType
 from .expressions import DataValue, ExpressionBuilder, IntValue
 from .locals import classify_locals
+from .loops import LoopLowering
 
 RESULT = "__return"
 AUG_OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b,
            ast.Mult: lambda a, b: a * b, ast.Div: lambda a, b: a / b}
 
 
-class KernelBuilder:
+class KernelBuilder(LoopLowering):
     """Builds the SDFG of one kernel for one assignment of argument types."""
 
     def __init__(self, src, name, types):
@@ -30,6 +31,7 @@ class KernelBuilder:
         for local in float_locals:
             self.containers[local] = Container(local, np.dtype(np.float64), (), True)
         self.result = None
+        self.loops = []             # LoopFrame per enclosing loop, innermost last
 
     # ---- arguments ------------------------------------------------------------------
     def _bind_arguments(self, types):
@@ -84,6 +86,9 @@ class KernelBuilder:
             if isinstance(stmt, ast.Return) and not (top and k == len(stmts) - 1):
                 raise self.src.error(stmt, "`return` must be the last statement of the kernel")
             elements.extend(self.statement(stmt))
+            if k + 1 < len(stmts) and self.may_jump(stmt):
+                elements.append(self.unless_jumped(self.block(stmts[k + 1:])))
+                break
         return Sequence(tuple(elements))
 
     def statement(self, stmt):
@@ -162,37 +167,6 @@ class KernelBuilder:
         ex = ExpressionBuilder(self, self.scope)
         self.scope[target.id] = IntValue(ex.index(value, f"integer local {target.id!r}"))
         return []
-
-    def _stmt_For(self, stmt):
-        if stmt.orelse:
-            raise self.src.error(stmt, "`for ... else` is not supported")
-        if not isinstance(stmt.target, ast.Name):
-            raise self.src.error(stmt.target, "the loop variable must be a single name")
-        it = stmt.iter
-        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name)
-                and it.func.id == "range" and it.func.id not in self.src.globals
-                and not it.keywords and 1 <= len(it.args) <= 3):
-            raise self.src.error(it, f"loops must be `for v in range(...)`, got "
-                                     f"`{ast.unparse(it)}`; iterate over indices instead")
-        ex = ExpressionBuilder(self, self.scope)
-        bounds = [ex.index(a, "a range() bound") for a in it.args]
-        start, stop, step = (sp.Integer(0), bounds[0], sp.Integer(1)) if len(bounds) == 1 else \
-            (bounds[0], bounds[1], bounds[2] if len(bounds) == 3 else sp.Integer(1))
-        if step == 0:
-            raise self.src.error(it, "range() step must not be zero")
-        var = stmt.target.id
-        self._check_name(stmt.target, var)
-        if var in self.scope:
-            raise self.src.error(stmt.target, f"loop variable {var!r} shadows an argument, a "
-                                              "size or an enclosing loop variable")
-        symbol = sp.Symbol(var, integer=True)
-        self.scope[var] = IntValue(symbol)
-        try:
-            body = self.block(stmt.body)
-        finally:
-            del self.scope[var]
-        line = stmt.lineno + self.src.first_line - 1
-        return [LoopRegion(symbol, start, stop, step, body, line)]
 
     def _stmt_If(self, stmt):
         ex = ExpressionBuilder(self, self.scope)

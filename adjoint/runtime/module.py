@@ -6,10 +6,10 @@ import numpy as np
 
 ffi = cffi.FFI()
 ffi.cdef("""
-int64_t sc_forward(const int64_t *, void *const *, double *, int64_t);
-int64_t sc_record(const int64_t *, void *const *, double *, int64_t);
-int64_t sc_reverse(const int64_t *, void *const *, double *, int64_t);
-int64_t sc_tangent(const int64_t *, void *const *, double *, int64_t);
+int64_t sc_forward(const int64_t *, void *const *, double *, int64_t, int64_t);
+int64_t sc_record(const int64_t *, void *const *, double *, int64_t, int64_t);
+int64_t sc_reverse(const int64_t *, void *const *, double *, int64_t, int64_t);
+int64_t sc_tangent(const int64_t *, void *const *, double *, int64_t, int64_t);
 int sc_check(const int64_t *, int64_t *);
 """)
 _loaded = {}
@@ -34,13 +34,14 @@ class CompiledModule:
         return self._checked[key]
 
     def call(self, entry, syms, buffers, tape=None, tape_position=0):
-        """Run an entry point; returns the tape position it ends at."""
+        """Run an entry point; returns the tape position it ends at (-1: tape too short)."""
         data = ffi.new("void *[]", max(len(buffers), 1))
         for k, b in enumerate(buffers):
             data[k] = ffi.cast("void *", b.ctypes.data)
         tape_ptr = _ptr("double *", tape) if tape is not None and tape.size else ffi.NULL
+        capacity = 0 if tape is None else tape.size
         return getattr(self.lib, "sc_" + entry)(_ptr("int64_t *", syms), data, tape_ptr,
-                                                tape_position)
+                                                tape_position, capacity)
 
 
 def _ptr(ctype, array):

@@ -114,14 +114,21 @@ class Sequence:
 
 @dataclass(frozen=True)
 class LoopRegion:
-    """``for var in range(start, stop, step)``; ``reverse`` visits the same values backwards."""
+    """``for var in range(start, stop, step)``; ``reverse`` visits the same values backwards.
+
+    ``exit`` (a condition on flags) ends the loop early after an iteration (``break``,
+    ``while``); ``stop=None`` makes it unbounded. Such loops have a data-dependent trip
+    count: with ``tape_trips`` the forward pushes it after the loop, and a reversed
+    loop with an ``exit`` pops it back instead of computing it."""
     var: sp.Symbol
     start: sp.Expr
-    stop: sp.Expr
+    stop: Optional[sp.Expr]
     step: sp.Expr
     body: Sequence
     line: int = 0
     reverse: bool = False
+    exit: Optional[sp.Basic] = None
+    tape_trips: bool = False
 
 
 def flag_symbol(container_name):
@@ -188,13 +195,18 @@ def _walk(region, context):
     elif isinstance(region, LoopRegion):
         yield from _walk(region.body, context + (region,))
     elif isinstance(region, ConditionalRegion):
-        taken = []
-        for cond, body in region.branches:
-            guard = sp.And(*[sp.Not(c) for c in taken], cond if cond is not None else sp.true)
-            taken.append(cond)
-            yield from _walk(body, context + (Guard(guard),))
+        for guard, body in guarded_branches(region):
+            yield from _walk(body, context + (guard,))
     else:
         raise TypeError(f"not a region: {region!r}")
+
+
+def guarded_branches(region: ConditionalRegion):
+    """(Guard, body) per branch: a branch runs when its condition holds and no earlier one did."""
+    taken = []
+    for cond, body in region.branches:
+        yield Guard(sp.And(*[sp.Not(c) for c in taken], sp.true if cond is None else cond)), body
+        taken.append(cond)
 
 
 def tasklets(region):

@@ -21,8 +21,12 @@ def _region(region, depth, lines):
             _region(element, depth, lines)
     elif isinstance(region, LoopRegion):
         rev = "reversed " if region.reverse else ""
-        lines.append(f"{pad}for {region.var} in {rev}range({region.start}, {region.stop}, "
-                     f"{region.step}):")
+        stop = "inf" if region.stop is None else region.stop
+        until = f" until {region.exit}" if region.exit is not None else ""
+        trips = " (trip count taped)" if region.tape_trips or (region.reverse and region.exit
+                                                                is not None) else ""
+        lines.append(f"{pad}for {region.var} in {rev}range({region.start}, {stop}, "
+                     f"{region.step}){until}:{trips}")
         _region(region.body, depth + 1, lines)
     elif isinstance(region, ConditionalRegion):
         for k, (cond, body) in enumerate(region.branches):

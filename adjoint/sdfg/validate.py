@@ -1,8 +1,8 @@
 """Structural checks run after every pass in the tests."""
 import sympy as sp
 
-from .nodes import (LoopRegion, MapScope, Pop, Push, Tasklet, condition_containers, flag_symbol,
-                    walk)
+from .nodes import (ConditionalRegion, LoopRegion, MapScope, Pop, Push, Sequence, Tasklet,
+                    condition_containers, flag_symbol, tasklets, walk)
 
 
 class InvalidSDFG(AssertionError):
@@ -12,13 +12,15 @@ class InvalidSDFG(AssertionError):
 def validate(sdfg):
     """Raise :class:`InvalidSDFG` if a memlet names an unknown container, has the
     wrong number of indices, or an expression uses an unbound symbol."""
+    _check_flags(sdfg, sdfg.body)
     known = set(sdfg.symbols)
     for node, context in walk(sdfg.body):
         bound = set(known)
         for region in context:
             if isinstance(region, LoopRegion):
-                _check_symbols((region.start, region.stop, region.step), bound,
-                               f"loop over {region.var}")
+                bounds = (region.start, region.step) + ((region.stop,) if region.stop is not None
+                                                         else ())
+                _check_symbols(bounds, bound, f"loop over {region.var}")
                 bound.add(region.var)
             else:
                 flags = {flag_symbol(n) for n in condition_containers(region.condition,
@@ -59,3 +61,21 @@ def _check_symbols(exprs, bound, where):
         free = sp.sympify(e).free_symbols - set(bound)
         if free:
             raise InvalidSDFG(f"{where} uses unbound symbols {sorted(map(str, free))}")
+
+
+def _check_flags(sdfg, region):
+    """A branch condition's flags must not be written inside the region it guards: the
+    reverse sweep re-reads them after the region has been undone."""
+    if isinstance(region, Sequence):
+        for e in region.elements:
+            _check_flags(sdfg, e)
+    elif isinstance(region, LoopRegion):
+        _check_flags(sdfg, region.body)
+    elif isinstance(region, ConditionalRegion):
+        for cond, body in region.branches:
+            flags = condition_containers(cond, sdfg.containers) if cond is not None else set()
+            written = {m.data for t, _, _ in tasklets(body) for m, _ in t.outputs}
+            if flags & written:
+                raise InvalidSDFG(f"condition {cond} at line {region.line} reads flags "
+                                  f"{sorted(flags & written)} written inside its own branch")
+            _check_flags(sdfg, body)

@@ -1,0 +1,337 @@
+"""NumPy functions and array methods on ArrayExprs.
+
+Each handler takes the ArrayBuilder, the call node and its arguments bound by name
+(AST nodes) and returns an ArrayExpr. ``NUMPY`` maps ``np.<name>``, ``METHODS`` maps
+``x.<name>(...)``; the scalar functions of ``expressions.UNARY``/``BINARY`` apply
+elementwise with broadcasting.
+"""
+import ast
+import math
+
+import numpy as np
+import sympy as sp
+
+from .array_reductions import mean, reduction, variance
+from .array_shapes import (ArrayExpr, broadcast_to, constant, flip, fmt_shape, reshape,
+                           same_size, transpose, volume, without_view)
+from .arrays import number, truth
+from .expressions import BINARY, UNARY
+
+EXTRA_UNARY = {"square": lambda x: x ** 2, "negative": lambda x: -x,
+               "reciprocal": lambda x: 1 / x}
+FLOAT_DTYPES = {"float", "float64", "double", "float_"}
+SCALAR_BUILTINS = {"min": "np.minimum or np.min", "max": "np.maximum or np.max",
+                   "sum": "np.sum", "float": "the array itself"}
+VARARGS = tuple(f"_{k}" for k in range(8))     # x.transpose(1, 0), x.reshape(N, M)
+
+
+def call(b, node):
+    """The ArrayExpr of a call, or None when it is not an array function."""
+    func = node.func
+    if isinstance(func, ast.Attribute):
+        module = b.ex._module(func.value)
+        if module is np:
+            return _numpy(b, node, func.attr)
+        if module is math:
+            return _scalar_only(b, node, f"math.{func.attr}", f"np.{func.attr}")
+        if func.attr in METHODS:
+            handler, names, keywords = METHODS[func.attr]
+            return handler(b, node, bind(b, node, [func.value] + node.args, names, keywords))
+        return None
+    name = b.ex._builtin_name(func)
+    if name == "abs" and len(node.args) == 1 and not node.keywords:
+        return b.combine(node, sp.Abs, node.args)
+    if name in SCALAR_BUILTINS:
+        return _scalar_only(b, node, f"{name}()", SCALAR_BUILTINS[name])
+    return None
+
+
+def _numpy(b, node, name):
+    if name in NUMPY:
+        handler, names, keywords = NUMPY[name]
+        return handler(b, node, bind(b, node, node.args, names, keywords))
+    fn = UNARY.get(name) or EXTRA_UNARY.get(name)
+    if fn is not None:
+        args = bind(b, node, node.args, ("x",))
+        return b.combine(node, fn, [_required(b, node, args, "x")])
+    if name in BINARY:
+        args = bind(b, node, node.args, ("x1", "x2"))
+        return b.combine(node, BINARY[name], [_required(b, node, args, k) for k in ("x1", "x2")])
+    return None
+
+
+def _scalar_only(b, node, what, instead):
+    """Python's scalar functions: fine on numbers (the scalar builder handles them)."""
+    for arg in node.args:
+        if b.expr(arg).rank:
+            raise b.src.error(node, f"{what} works on single numbers, and `{ast.unparse(arg)}` "
+                                    f"is an array; use {instead}")
+    return None
+
+
+# ---- arguments ----------------------------------------------------------------------------
+def bind(b, node, args, names, keywords=()):
+    """{parameter: AST node} from positional ``args`` (in the order of ``names``) and the
+    call's keywords (``names`` or ``keywords``)."""
+    if len(args) > len(names):
+        raise b.src.error(node, f"`{ast.unparse(node)}`: too many arguments (at most "
+                                f"{len(names)}: {', '.join(names)})")
+    out = dict(zip(names, args))
+    for kw in node.keywords:
+        if kw.arg is None or kw.arg not in names + tuple(keywords) or kw.arg in out:
+            raise b.src.error(node, f"`{ast.unparse(node)}`: keyword {kw.arg!r} is not "
+                                    "supported here")
+        out[kw.arg] = kw.value
+    return out
+
+
+def _required(b, node, args, name):
+    if name not in args:
+        raise b.src.error(node, f"`{ast.unparse(node)}` needs the argument {name!r}")
+    return args[name]
+
+
+def _constant_int(b, node):
+    value = b.ex.index(node, "an axis")
+    if not value.is_Integer:
+        raise b.src.error(node, f"`{ast.unparse(node)}` must be a constant integer")
+    return int(value)
+
+
+def _axes(b, node, rank, default_all=True):
+    """Axes named by ``axis=`` (None: all), normalised to non-negative and sorted."""
+    if node is None or (isinstance(node, ast.Constant) and node.value is None):
+        return tuple(range(rank)) if default_all else None
+    items = node.elts if isinstance(node, ast.Tuple) else [node]
+    axes = []
+    for item in items:
+        k = _constant_int(b, item)
+        if not -rank <= k < rank:
+            raise b.src.error(node, f"axis {k} is out of range for an array of {rank} "
+                                    "dimensions")
+        axes.append(k % rank)
+    if len(set(axes)) != len(axes):
+        raise b.src.error(node, f"repeated axis in `{ast.unparse(node)}`")
+    return tuple(sorted(axes))
+
+
+def _flag(b, args, name, default=False):
+    node = args.get(name)
+    if node is None:
+        return default
+    if not (isinstance(node, ast.Constant) and isinstance(node.value, bool)):
+        raise b.src.error(node, f"{name}= must be True or False")
+    return node.value
+
+
+def _shape(b, node):
+    """A shape argument: ``N``, ``(N, M)``, ``[N, M]`` or ``A.shape``."""
+    if isinstance(node, ast.Attribute) and node.attr == "shape":
+        return b.expr(node.value).shape
+    items = node.elts if isinstance(node, (ast.Tuple, ast.List)) else [node]
+    return tuple(b.ex.index(item, "an array size") for item in items)
+
+
+def _check_dtype(b, args):
+    node = args.get("dtype")
+    if node is None:
+        return
+    name = node.attr if isinstance(node, ast.Attribute) else \
+        node.id if isinstance(node, ast.Name) else \
+        node.value if isinstance(node, ast.Constant) else None
+    if name not in FLOAT_DTYPES:
+        raise b.src.error(node, f"dtype `{ast.unparse(node)}`: temporaries are float64; "
+                                "leave out dtype= or use np.float64")
+
+
+def _scalar(b, node):
+    value = b.expr(node)
+    if value.rank:
+        raise b.src.error(node, f"`{ast.unparse(node)}` must be a single number")
+    return value
+
+
+# ---- creation -----------------------------------------------------------------------------
+def _filled(fill, empty=False):
+    def handler(b, node, args):
+        _check_dtype(b, args)
+        shape = _shape(b, _required(b, node, args, "shape"))
+        if fill is None:
+            value = _scalar(b, _required(b, node, args, "fill_value"))
+            return ArrayExpr(shape, lambda index: number(value.at(())))
+        return constant(sp.Integer(fill), shape, empty=empty)
+    return handler
+
+
+def _filled_like(fill, empty=False):
+    def handler(b, node, args):
+        _check_dtype(b, args)
+        shape = b.expr(_required(b, node, args, "a")).shape
+        if fill is None:
+            value = _scalar(b, _required(b, node, args, "fill_value"))
+            return ArrayExpr(shape, lambda index: number(value.at(())))
+        return constant(sp.Integer(fill), shape, empty=empty)
+    return handler
+
+
+def _copy(b, node, args):
+    _check_dtype(b, args)
+    return without_view(b.expr(_required(b, node, args, "a")))
+
+
+# ---- elementwise --------------------------------------------------------------------------
+def _where(b, node, args):
+    parts = [b.expr(_required(b, node, args, k)) for k in ("condition", "x", "y")]
+    shape = b.broadcast_shape(node, [p.shape for p in parts])
+    cond, x, y = (broadcast_to(p, shape) for p in parts)
+
+    def at(index):
+        return sp.Piecewise((number(x.at(index)), truth(cond.at(index))),
+                            (number(y.at(index)), True))
+    return ArrayExpr(shape, at)
+
+
+def _clip(b, node, args):
+    bounds = [args.get("a_min"), args.get("a_max")]
+    present = [n for n in bounds if not (n is None or isinstance(n, ast.Constant)
+                                         and n.value is None)]
+    if not present:
+        raise b.src.error(node, "np.clip needs a lower or an upper bound")
+    a = _required(b, node, args, "a")
+    lo, hi = [n is not None and not (isinstance(n, ast.Constant) and n.value is None)
+              for n in bounds]
+
+    def fn(x, *limits):
+        limits = list(limits)
+        if lo:
+            x = sp.Max(x, limits.pop(0))
+        return sp.Min(x, limits.pop(0)) if hi else x
+    return b.combine(node, fn, [a] + present)
+
+
+# ---- views --------------------------------------------------------------------------------
+def _transpose(b, node, args):
+    a = b.expr(_required(b, node, args, "a"))
+    axes = args.get("axes")
+    if axes is None or isinstance(axes, ast.Constant) and axes.value is None:
+        return transpose(a, list(range(a.rank))[::-1])
+    perm = [_constant_int(b, n) % max(a.rank, 1)
+            for n in (axes.elts if isinstance(axes, (ast.Tuple, ast.List)) else [axes])]
+    if sorted(perm) != list(range(a.rank)):
+        raise b.src.error(node, f"axes {perm} are not a permutation of the {a.rank} axes")
+    return transpose(a, perm)
+
+
+def _method_transpose(b, node, args):
+    rest = _varargs(args)
+    axes = rest[0] if len(rest) == 1 else ast.Tuple(rest, ast.Load()) if rest else None
+    return _transpose(b, node, {"a": args["a"], "axes": axes})
+
+
+def _varargs(args):
+    return [args[k] for k in VARARGS if k in args]
+
+
+def _flip(axis_default):
+    def handler(b, node, args):
+        a = b.expr(_required(b, node, args, "m"))
+        if axis_default is not None:
+            if a.rank <= axis_default:
+                raise b.src.error(node, f"`{ast.unparse(node)}` needs an array of at least "
+                                        f"{axis_default + 1} dimensions")
+            return flip(a, (axis_default,))
+        return flip(a, _axes(b, args.get("axis"), a.rank))
+    return handler
+
+
+def _reshape(b, node, args):
+    a = b.expr(_required(b, node, args, "a"))
+    shape = list(_shape(b, _required(b, node, args, "newshape")))
+    return _reshaped(b, node, a, shape)
+
+
+def _method_reshape(b, node, args):
+    rest = _varargs(args)
+    if not rest:
+        raise b.src.error(node, "reshape needs a shape")
+    target = rest[0] if len(rest) == 1 else ast.Tuple(rest, ast.Load())
+    return _reshaped(b, node, b.expr(args["a"]), list(_shape(b, target)))
+
+
+def _ravel(b, node, args):
+    return _reshaped(b, node, b.expr(args["a"]), [sp.Integer(-1)])
+
+
+def _reshaped(b, node, a, shape):
+    unknown = [k for k, n in enumerate(shape) if n == -1]
+    if len(unknown) > 1:
+        raise b.src.error(node, "only one dimension of a reshape can be -1")
+    if unknown:
+        rest = volume([n for n in shape if n != -1])
+        size = sp.simplify(volume(a.shape) / rest)
+        if not size.is_integer:
+            raise b.src.error(node, f"cannot infer the -1 of `{ast.unparse(node)}`: "
+                                    f"{volume(a.shape)} / {rest} is not an integer expression")
+        shape[unknown[0]] = size
+    if same_size(volume(a.shape), volume(shape)) is False:
+        raise b.src.error(node, f"cannot reshape an array of shape {fmt_shape(a.shape)} into "
+                                f"{fmt_shape(shape)}")
+    b.agree(node, volume(a.shape), volume(shape), a.shape, shape, "reshape")
+    return reshape(a, tuple(shape))
+
+
+# ---- reductions ---------------------------------------------------------------------------
+def _reduce(kind):
+    def handler(b, node, args):
+        a = b.expr(_required(b, node, args, "a"))
+        axes = _axes(b, args.get("axis"), a.rank)
+        keep = _flag(b, args, "keepdims")
+        if kind == "mean":
+            return mean(b, node, a, axes, keep)
+        if kind in ("var", "std"):
+            ddof = _constant_int(b, args["ddof"]) if "ddof" in args else 0
+            v = variance(b, node, a, axes, keep, ddof)
+            return v if kind == "var" else b.combine(node, sp.sqrt, [v])
+        return reduction(b, node, kind, a, axes, keep)
+    return handler
+
+
+REDUCE_ARGS = ("a", "axis")
+REDUCE_KEYWORDS = ("keepdims", "ddof")
+NUMPY = {
+    "zeros": (_filled(0), ("shape", "dtype"), ()),
+    "ones": (_filled(1), ("shape", "dtype"), ()),
+    "empty": (_filled(0, empty=True), ("shape", "dtype"), ()),
+    "full": (_filled(None), ("shape", "fill_value", "dtype"), ()),
+    "zeros_like": (_filled_like(0), ("a", "dtype"), ()),
+    "ones_like": (_filled_like(1), ("a", "dtype"), ()),
+    "empty_like": (_filled_like(0, empty=True), ("a", "dtype"), ()),
+    "full_like": (_filled_like(None), ("a", "fill_value", "dtype"), ()),
+    "copy": (_copy, ("a",), ()),
+    "array": (_copy, ("a", "dtype"), ()),
+    "where": (_where, ("condition", "x", "y"), ()),
+    "clip": (_clip, ("a", "a_min", "a_max"), ()),
+    "transpose": (_transpose, ("a", "axes"), ()),
+    "flip": (_flip(None), ("m", "axis"), ()),
+    "flipud": (_flip(0), ("m",), ()),
+    "fliplr": (_flip(1), ("m",), ()),
+    "reshape": (_reshape, ("a", "newshape"), ()),
+    "ravel": (_ravel, ("a",), ()),
+    "sum": (_reduce("sum"), REDUCE_ARGS, ("keepdims",)),
+    "prod": (_reduce("prod"), REDUCE_ARGS, ("keepdims",)),
+    "max": (_reduce("max"), REDUCE_ARGS, ("keepdims",)),
+    "amax": (_reduce("max"), REDUCE_ARGS, ("keepdims",)),
+    "min": (_reduce("min"), REDUCE_ARGS, ("keepdims",)),
+    "amin": (_reduce("min"), REDUCE_ARGS, ("keepdims",)),
+    "mean": (_reduce("mean"), REDUCE_ARGS, ("keepdims",)),
+    "var": (_reduce("var"), REDUCE_ARGS, REDUCE_KEYWORDS),
+    "std": (_reduce("std"), REDUCE_ARGS, REDUCE_KEYWORDS),
+}
+METHODS = {name: NUMPY[name] for name in ("sum", "prod", "max", "min", "mean", "var", "std")}
+METHODS.update({
+    "copy": (_copy, ("a",), ()),
+    "transpose": (_method_transpose, ("a",) + VARARGS, ()),
+    "reshape": (_method_reshape, ("a",) + VARARGS, ()),
+    "ravel": (_ravel, ("a",), ()),
+    "flatten": (lambda b, node, args: without_view(_ravel(b, node, args)), ("a",), ()),
+})

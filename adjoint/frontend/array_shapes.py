@@ -1,0 +1,184 @@
+"""Array values in the frontend: shapes, broadcasting, views and index maps.
+
+An :class:`ArrayExpr` is a shape plus a function from an index (a tuple of sympy
+integers) to that element's value as a sympy expression. Nothing is allocated: the
+value is only built, element by element, inside the map that finally stores it, and
+reading an element registers the memlets it needs at that moment. Slices, ``.T``,
+flips, reshapes and broadcasting are compositions of index maps.
+
+A :class:`View` says which container element each index names; an ArrayExpr that
+carries one is memory (an argument, a temporary or a slice of them) and can be
+written.
+"""
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import sympy as sp
+
+from ..sdfg import Container
+from .functions import floordiv, python_mod
+
+AXES = tuple(sp.Symbol(f"__a{k}", integer=True) for k in range(32))
+ONE = sp.Integer(1)
+
+
+@dataclass(frozen=True)
+class View:
+    """Container elements named by an index: ``subset`` is over ``AXES[:rank]``."""
+    container: Container
+    subset: tuple
+
+    def element(self, index):
+        env = dict(zip(AXES, index))
+        return tuple(sp.expand(sp.sympify(s).subs(env, simultaneous=True))
+                     for s in self.subset)
+
+    def is_whole(self, shape):
+        """Whether this is the whole container in its own order (C-contiguous)."""
+        return self.subset == AXES[:len(shape)] and tuple(shape) == self.container.shape
+
+
+@dataclass(frozen=True)
+class ArrayExpr:
+    """An array value: ``at(index)`` is the element's sympy expression (rank 0: ``at(())``)."""
+    shape: tuple
+    at: Callable
+    boolean: bool = False          # elements are sympy conditions (a mask)
+    view: Optional[View] = None    # set when the value is writable memory
+    empty: bool = False            # np.empty: elements undefined, nothing to store
+
+    @property
+    def rank(self):
+        return len(self.shape)
+
+
+def constant(value, shape=(), boolean=False, empty=False):
+    return ArrayExpr(tuple(shape), lambda index: value, boolean, None, empty)
+
+
+def remap(expr, shape, old_index, keep_view=True):
+    """``expr`` seen through an index map: element ``q`` is ``expr``'s ``old_index(q)``."""
+    view = None
+    if keep_view and expr.view is not None:
+        view = View(expr.view.container, expr.view.element(old_index(AXES[:len(shape)])))
+    return ArrayExpr(tuple(shape), lambda q: expr.at(old_index(q)), expr.boolean, view)
+
+
+def without_view(expr):
+    return ArrayExpr(expr.shape, expr.at, expr.boolean)
+
+
+# ---- sizes -----------------------------------------------------------------------------
+def same_size(a, b):
+    """True / False when sympy decides ``a == b`` for every value of the sizes, else None."""
+    d = sp.expand(sp.sympify(a) - sp.sympify(b))
+    if d == 0:
+        return True
+    if d.is_number:
+        return False
+    return None
+
+
+def fmt_shape(shape):
+    inner = ", ".join(str(s) for s in shape)
+    return f"({inner},)" if len(shape) == 1 else f"({inner})"
+
+
+def volume(shape):
+    return sp.Mul(*shape) if shape else ONE
+
+
+# ---- slicing ---------------------------------------------------------------------------
+def slice_axis(size, lower, upper, step):
+    """(offset, step, length) of ``[lower:upper:step]`` on an axis of ``size``.
+
+    Constant negative bounds count from the end; with constant sizes the bounds are
+    clamped as Python does. Symbolic bounds are taken as they are (the bounds analysis
+    proves or checks the indices they produce)."""
+    if all(x is None or x.is_Integer for x in (size, lower, upper)):
+        start, stop, st = slice(_int(lower), _int(upper), step).indices(int(size))
+        return sp.Integer(start), step, sp.Integer(len(range(start, stop, st)))
+    if step > 0:
+        start = sp.Integer(0) if lower is None else _from_end(lower, size)
+        stop = size if upper is None else _from_end(upper, size)
+        length = floordiv(stop - start + step - 1, step)
+    else:
+        start = size - 1 if lower is None else _from_end(lower, size)
+        stop = sp.Integer(-1) if upper is None else _from_end(upper, size)
+        length = floordiv(start - stop - step - 1, -step)
+    return sp.expand(start), step, sp.expand(length)
+
+
+def _int(x):
+    return None if x is None else int(x)
+
+
+def _from_end(bound, size):
+    return bound + size if bound.is_number and bound < 0 else bound
+
+
+def subscript(expr, items):
+    """``expr[items]`` for normalised items: ``("new",)``, ``("index", i)`` or
+    ``("slice", offset, step, length)``, one per axis of ``expr`` plus new axes."""
+    shape, old = [], []          # old: per axis of expr, (new axis or None, offset, step)
+    for item in items:
+        if item[0] == "new":
+            shape.append(ONE)
+        elif item[0] == "index":
+            old.append((None, item[1], 0))
+        else:
+            old.append((len(shape), item[1], item[2]))
+            shape.append(item[3])
+
+    def old_index(q):
+        return tuple(off if k is None else off + step * q[k] for k, off, step in old)
+    return remap(expr, shape, old_index)
+
+
+def transpose(expr, perm):
+    """Axis ``k`` of the result is axis ``perm[k]`` of ``expr``."""
+    inverse = [perm.index(j) for j in range(len(perm))]
+    shape = [expr.shape[j] for j in perm]
+    return remap(expr, shape, lambda q: tuple(q[inverse[j]] for j in range(len(perm))))
+
+
+def flip(expr, axes):
+    def old_index(q):
+        return tuple(n - 1 - i if k in axes else i
+                     for k, (i, n) in enumerate(zip(q, expr.shape)))
+    return remap(expr, expr.shape, old_index)
+
+
+def reshape(expr, shape):
+    """C-order reshape (``volume`` already checked); stays writable only for whole arrays."""
+    new_strides, old_strides = _strides(shape), _strides(expr.shape)
+
+    def old_index(q):
+        flat = sum((i * s for i, s in zip(q, new_strides)), sp.Integer(0))
+        out = []
+        for k, (s, n) in enumerate(zip(old_strides, expr.shape)):
+            i = floordiv(flat, s)
+            out.append(i if k == 0 else python_mod(i, n))
+        return tuple(out)
+    keep = expr.view is not None and expr.view.is_whole(expr.shape)
+    return remap(expr, shape, old_index, keep_view=keep)
+
+
+def _strides(shape):
+    out, acc = [], ONE
+    for n in reversed(shape):
+        out.append(acc)
+        acc = acc * n
+    return tuple(reversed(out))
+
+
+def broadcast_to(expr, shape):
+    """``expr`` repeated along new leading axes and along its size-1 axes."""
+    if tuple(expr.shape) == tuple(shape):
+        return expr
+    lead = len(shape) - expr.rank
+
+    def old_index(p):
+        return tuple(sp.Integer(0) if n == ONE and shape[lead + k] != ONE else p[lead + k]
+                     for k, n in enumerate(expr.shape))
+    return remap(expr, shape, old_index, keep_view=False)

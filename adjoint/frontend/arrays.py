@@ -1,0 +1,359 @@
+"""Whole-array NumPy code -> maps of tasklets over transient containers.
+
+Expressions on arrays (slices, broadcasting, ufuncs, masks, reductions, ``.T``) are
+evaluated to :class:`~.array_shapes.ArrayExpr` values: a shape and the sympy
+expression of any one element. A statement that stores an array becomes one map
+whose single tasklet computes the whole right-hand side for one element; only
+reductions, temporaries bound to names and overlapping in-place updates get
+transient arrays of their own (see ``array_stores``). Reverse mode and codegen see
+nothing new: maps, tasklets, memlets, ``wcr="sum"`` and loops.
+
+Hooks used by the rest of the frontend:
+
+- :func:`assign` lowers an assignment involving arrays (None: a scalar statement);
+- :func:`is_array_subscript` / :func:`is_array_call` say when a subscript or call in a
+  scalar expression belongs here, and :func:`scalar_value` evaluates it.
+"""
+import ast
+from collections import Counter
+
+import numpy as np
+import sympy as sp
+
+from .array_shapes import (AXES, ONE, ArrayExpr, View, broadcast_to, constant, fmt_shape, same_size,
+                           slice_axis, subscript, transpose)
+from .expressions import COMPARE, DataValue, ExpressionBuilder, IntValue
+
+ARITHMETIC = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b,
+              ast.Mult: lambda a, b: a * b, ast.Div: lambda a, b: a / b,
+              ast.Pow: lambda a, b: a ** b,
+              ast.FloorDiv: lambda a, b: sp.floor(a / b),
+              ast.Mod: lambda a, b: a - b * sp.floor(a / b)}
+LOGICAL = {ast.BitAnd: sp.And, ast.BitOr: sp.Or, ast.BitXor: sp.Xor}
+
+
+class ArrayState:
+    """What the array lowering keeps across the statements of one kernel."""
+
+    def __init__(self, tree):
+        self.assignments = Counter(t.id for node in ast.walk(tree)
+                                   for t in _plain_targets(node) if isinstance(t, ast.Name))
+        self.boolean = set()        # array locals holding masks (stored as 0.0 / 1.0)
+        self.assumptions = []       # (condition on sizes, line, message): checked per call
+        self._count = 0
+
+    def fresh(self, prefix, n):
+        self._count += 1
+        return tuple(sp.Symbol(f"__{prefix}{self._count}_{k}", integer=True) for k in range(n))
+
+
+def _plain_targets(node):
+    if isinstance(node, ast.Assign):
+        return node.targets
+    return [node.target] if isinstance(node, ast.AnnAssign) else []
+
+
+class ShapeOf:
+    """What ``.shape``/``len()`` see of a view bound to a name (stands in for a container)."""
+    is_scalar = False
+
+    def __init__(self, name, shape):
+        self.name, self.shape = name, shape
+
+
+class ViewValue(DataValue):
+    """A name bound to a view of a container (``row = A[i]``): reads and writes go through."""
+
+    def __init__(self, name, view, shape, boolean):
+        super().__init__(ShapeOf(name, shape))
+        self.view, self.shape, self.boolean = view, tuple(shape), boolean
+
+
+# ---- hooks --------------------------------------------------------------------------------
+def assign(kernel, stmt, target, value, op):
+    """Regions for an assignment that involves arrays; None for a scalar assignment."""
+    from .array_stores import assign_name, assign_subscript
+    ab = ArrayBuilder(ExpressionBuilder(kernel, kernel.scope))
+    if isinstance(target, ast.Subscript) and is_array_subscript(kernel.scope, target):
+        return assign_subscript(ab, stmt, target, value, op)
+    if isinstance(target, ast.Name):
+        return assign_name(ab, stmt, target, value, op)
+    return None
+
+
+def is_array_subscript(scope, node):
+    """Whether a subscript slices, adds axes, masks, or indexes a view or an expression."""
+    base = node.value
+    if isinstance(base, ast.Attribute) and base.attr == "shape":
+        return False
+    if not isinstance(base, ast.Name) or isinstance(scope.get(base.id), ViewValue):
+        return True
+    items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+    return any(_is_array_item(scope, item) for item in items)
+
+
+def _is_array_item(scope, item):
+    if isinstance(item, (ast.Slice, ast.Compare)):
+        return True
+    if isinstance(item, ast.Constant):
+        return item.value is None or item.value is Ellipsis
+    if isinstance(item, ast.Attribute):
+        return item.attr == "newaxis"
+    if isinstance(item, ast.UnaryOp):
+        return isinstance(item.op, ast.Invert)
+    if isinstance(item, ast.BinOp):
+        return type(item.op) in LOGICAL
+    if isinstance(item, ast.Name):
+        binding = scope.get(item.id)
+        return isinstance(binding, DataValue) and not binding.container.is_scalar
+    return False
+
+
+def is_array_call(ex, node):
+    """Whether a call in a scalar expression is an array function (reductions, where, ...)."""
+    from .array_calls import METHODS, NUMPY
+    func = node.func
+    if not isinstance(func, ast.Attribute):
+        return False
+    module = ex._module(func.value)
+    if module is np:
+        return func.attr in NUMPY
+    return module is None and func.attr in METHODS
+
+
+def scalar_value(ex, node):
+    """The number an array expression of rank 0 stands for (``np.sum(A)``, ``A[1:][0]``)."""
+    e = ArrayBuilder(ex).expr(node)
+    if e.rank:
+        raise ex.src.error(node, f"`{ast.unparse(node)}` is an array of shape "
+                                 f"{fmt_shape(e.shape)} where a single number is needed; "
+                                 "index it or reduce it (np.sum, np.max, ...)")
+    return number(e.at(()))
+
+
+def number(value):
+    """Masks become 1.0 / 0.0 where they are used as numbers."""
+    if isinstance(value, sp.logic.boolalg.Boolean):
+        return sp.Piecewise((ONE, value), (sp.Integer(0), True))
+    return value
+
+
+def truth(value):
+    if isinstance(value, sp.logic.boolalg.Boolean):
+        return value
+    return sp.Ne(value, 0)
+
+
+# ---- evaluation ---------------------------------------------------------------------------
+class ArrayBuilder:
+    """Evaluates the expressions of one statement to ArrayExprs."""
+
+    def __init__(self, ex):
+        self.ex, self.src, self.kernel = ex, ex.src, ex.kernel
+        self.state = ex.kernel.arrays
+
+    def line(self, node):
+        return node.lineno + self.src.first_line - 1
+
+    def expr(self, node) -> ArrayExpr:
+        method = getattr(self, "_expr_" + type(node).__name__, None)
+        return self.scalar(node) if method is None else method(node)
+
+    def scalar(self, node):
+        """Anything else is a scalar expression for the scalar builder (read lazily)."""
+        return ArrayExpr((), lambda index: self.ex.value(node))
+
+    def load(self, view, shape, boolean=False):
+        """Reads of ``view``'s elements, registered with the statement being built."""
+        def at(index):
+            v = self.ex._read(view.container.name, view.element(index))
+            return sp.Ne(v, 0) if boolean else v
+        return ArrayExpr(tuple(shape), at, boolean, view)
+
+    def container(self, c, boolean=False):
+        return self.load(View(c, AXES[:len(c.shape)]), c.shape, boolean)
+
+    # ---- leaves ------------------------------------------------------------------------
+    def _expr_Constant(self, node):
+        if isinstance(node.value, bool):
+            return constant(sp.true if node.value else sp.false, boolean=True)
+        return self.scalar(node)
+
+    def _expr_Name(self, node):
+        binding = self.ex.scope.get(node.id)
+        if isinstance(binding, ViewValue):
+            self._check_in_scope(node, binding)
+            return self.load(binding.view, binding.shape, binding.boolean)
+        if isinstance(binding, DataValue) and not binding.container.is_scalar:
+            return self.container(binding.container, node.id in self.state.boolean)
+        return self.scalar(node)
+
+    def _check_in_scope(self, node, binding):
+        bound = set(self.kernel.symbols) | {b.expr for b in self.ex.scope.values()
+                                            if isinstance(b, IntValue)}
+        free = set().union(*(sp.sympify(s).free_symbols for s in binding.view.subset))
+        free -= set(AXES)
+        if not free <= bound:
+            names = ", ".join(sorted(str(s) for s in free - bound))
+            raise self.src.error(node, f"{node.id!r} is a view that depends on {names}, which "
+                                       "is not defined here (a loop variable used after its "
+                                       "loop?)")
+
+    def _expr_Attribute(self, node):
+        if node.attr == "T":
+            base = self.expr(node.value)
+            return transpose(base, list(range(base.rank))[::-1])
+        if node.attr == "shape" and self.ex._module(node.value) is None:
+            raise self.src.error(node, f"`{ast.unparse(node)}` is a tuple; index it "
+                                       f"({ast.unparse(node)}[0]) to get a size")
+        return self.scalar(node)
+
+    # ---- subscripts ----------------------------------------------------------------------
+    def _expr_Subscript(self, node):
+        if isinstance(node.value, ast.Attribute) and node.value.attr == "shape":
+            return constant(self.ex.index(node))
+        base = self.expr(node.value)
+        items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if len(items) == 1 and self._is_mask(items[0]):
+            raise self.src.error(node, f"`{ast.unparse(node)}`: reading with a boolean mask "
+                                       "makes an array whose size depends on the data; use "
+                                       "np.where(mask, A, 0.0) instead")
+        return subscript(base, self.items(node, base, items))
+
+    def _is_mask(self, item):
+        if isinstance(item, (ast.Slice, ast.Constant)):
+            return False
+        return _is_array_item(self.ex.scope, item) and self.expr(item).boolean
+
+    def items(self, node, base, items):
+        """Normalised subscript items (see array_shapes.subscript), one per axis."""
+        real = [i for i in items if not _is_new_axis(self.ex, i) and not _is_ellipsis(i)]
+        if sum(_is_ellipsis(i) for i in items) > 1 or len(real) > base.rank:
+            raise self.src.error(node, f"`{ast.unparse(node)}` has {len(real)} indices for "
+                                       f"an array of {base.rank} dimensions")
+        out, axis = [], 0
+        for item in items:
+            if _is_new_axis(self.ex, item):
+                out.append(("new",))
+            elif _is_ellipsis(item):
+                for _ in range(base.rank - len(real)):
+                    out.append(self._full(base.shape[axis]))
+                    axis += 1
+            else:
+                out.append(self._item(item, base.shape[axis]))
+                axis += 1
+        out += [self._full(n) for n in base.shape[axis:]]
+        return out
+
+    @staticmethod
+    def _full(size):
+        return ("slice", sp.Integer(0), 1, size)
+
+    def _item(self, item, size):
+        if not isinstance(item, ast.Slice):
+            i = self.ex.index(item)
+            return ("index", i + size if i.is_number and i < 0 else i)
+        step = 1 if item.step is None else self.ex.index(item.step, "a slice step")
+        if not (isinstance(step, int) or step.is_Integer):
+            raise self.src.error(item, f"slice step `{ast.unparse(item.step)}` must be a "
+                                       "constant integer; write the loop explicitly")
+        if step == 0:
+            raise self.src.error(item, "slice step must not be zero")
+        lower, upper = (None if b is None else self.ex.index(b, "a slice bound")
+                        for b in (item.lower, item.upper))
+        return ("slice",) + slice_axis(size, lower, upper, int(step))
+
+    # ---- operators -----------------------------------------------------------------------
+    def _expr_BinOp(self, node):
+        op = type(node.op)
+        if op in LOGICAL:
+            return self.combine(node, LOGICAL[op], [node.left, node.right], truth, True)
+        if op not in ARITHMETIC:
+            return self.scalar(node)
+        return self.combine(node, ARITHMETIC[op], [node.left, node.right])
+
+    def _expr_UnaryOp(self, node):
+        if isinstance(node.op, ast.Invert):
+            return self.combine(node, sp.Not, [node.operand], truth, True)
+        if isinstance(node.op, ast.USub):
+            return self.combine(node, lambda a: -a, [node.operand])
+        if isinstance(node.op, ast.UAdd):
+            return self.expr(node.operand)
+        return self.scalar(node)
+
+    def _expr_Compare(self, node):
+        if any(type(op) not in COMPARE for op in node.ops):
+            return self.scalar(node)
+        ops = [COMPARE[type(op)] for op in node.ops]
+
+        def chain(*vals):
+            return sp.And(*(f(a, b) for f, a, b in zip(ops, vals, vals[1:])))
+        return self.combine(node, chain, [node.left] + list(node.comparators), number, True)
+
+    def _expr_Call(self, node):
+        from .array_calls import call
+        out = call(self, node)
+        return self.scalar(node) if out is None else out
+
+    # ---- elementwise -----------------------------------------------------------------------
+    def combine(self, node, fn, operands, convert=number, boolean=False):
+        """``fn`` applied elementwise to the broadcast operands (AST nodes or ArrayExprs),
+        each element passed through ``convert`` first."""
+        args = [a if isinstance(a, ArrayExpr) else self.expr(a) for a in operands]
+        shape = self.broadcast_shape(node, [a.shape for a in args])
+        args = [broadcast_to(a, shape) for a in args]
+
+        def at(index):
+            return fn(*(convert(a.at(index)) for a in args))
+        return ArrayExpr(shape, at, boolean)
+
+    def broadcast_shape(self, node, shapes):
+        out = ()
+        for shape in shapes:
+            out = self._broadcast_pair(node, out, tuple(shape))
+        return out
+
+    def _broadcast_pair(self, node, a, b):
+        n = max(len(a), len(b))
+        a, b = (ONE,) * (n - len(a)) + a, (ONE,) * (n - len(b)) + b
+        out = []
+        for x, y in zip(a, b):
+            if x == ONE or y == ONE:
+                out.append(y if x == ONE else x)
+            else:
+                self.agree(node, x, y, a, b)
+                out.append(x)
+        return tuple(out)
+
+    def agree(self, node, x, y, shape_a, shape_b, what="operands"):
+        """Sizes ``x`` and ``y`` must be equal: proven, checked at call time, or an error."""
+        same = same_size(x, y)
+        if same:
+            return
+        message = (f"shapes {fmt_shape(shape_a)} and {fmt_shape(shape_b)} of the {what} of "
+                   f"`{_short(node)}` do not match")
+        if same is False:
+            raise self.src.error(node, message)
+        condition = sp.Eq(x, y)
+        if not condition.free_symbols <= set(self.kernel.symbols):
+            raise self.src.error(node, message.replace("do not match", "cannot be shown to "
+                                                       "match") + "; use the same sizes")
+        entry = (condition, self.line(node), message)
+        if entry not in self.state.assumptions:
+            self.state.assumptions.append(entry)
+
+
+def _is_new_axis(ex, item):
+    if isinstance(item, ast.Constant) and item.value is None:
+        return True
+    return isinstance(item, ast.Attribute) and item.attr == "newaxis" \
+        and ex._module(item.value) is np
+
+
+def _is_ellipsis(item):
+    return isinstance(item, ast.Constant) and item.value is Ellipsis
+
+
+def _short(node):
+    text = ast.unparse(node)
+    return text if len(text) <= 60 else text[:57] + "..."

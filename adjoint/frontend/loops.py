@@ -1,0 +1,146 @@
+"""Loops: ``for v in range(...)``, ``while``, ``break`` and ``continue``.
+
+``break`` and ``continue`` become flags (scalar containers set to 1) that guard the
+rest of the loop body; ``break`` also ends the loop through the LoopRegion's ``exit``
+condition. A ``while`` loop is an unbounded LoopRegion whose body starts by setting
+the exit flag from the test. Flags are data decisions like ``if`` flags, so the
+reverse sweep replays them, and loops that may end early tape their trip count.
+"""
+import ast
+from dataclasses import dataclass
+from typing import Optional
+
+import sympy as sp
+
+from ..sdfg import ConditionalRegion, Container, LoopRegion, Memlet, Sequence, State, Tasklet
+from ..sdfg.nodes import flag_symbol
+from .expressions import ExpressionBuilder, IntValue
+
+
+@dataclass
+class LoopFrame:
+    brk: Optional[Container] = None      # set by break (and by a while loop's test)
+    cnt: Optional[Container] = None      # set by continue, cleared each iteration
+
+
+class LoopLowering:
+    """Mixin of KernelBuilder: the loop statements."""
+
+    def _stmt_For(self, stmt):
+        if stmt.orelse:
+            raise self.src.error(stmt, "`for ... else` is not supported")
+        if not isinstance(stmt.target, ast.Name):
+            raise self.src.error(stmt.target, "the loop variable must be a single name")
+        it = stmt.iter
+        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name)
+                and it.func.id == "range" and it.func.id not in self.src.globals
+                and not it.keywords and 1 <= len(it.args) <= 3):
+            raise self.src.error(it, f"loops must be `for v in range(...)`, got "
+                                     f"`{ast.unparse(it)}`; iterate over indices instead")
+        ex = ExpressionBuilder(self, self.scope)
+        bounds = [ex.index(a, "a range() bound") for a in it.args]
+        start, stop, step = (sp.Integer(0), bounds[0], sp.Integer(1)) if len(bounds) == 1 else \
+            (bounds[0], bounds[1], bounds[2] if len(bounds) == 3 else sp.Integer(1))
+        if step == 0:
+            raise self.src.error(it, "range() step must not be zero")
+        var = stmt.target.id
+        self._check_name(stmt.target, var)
+        if var in self.scope:
+            raise self.src.error(stmt.target, f"loop variable {var!r} shadows an argument, a "
+                                              "size or an enclosing loop variable")
+        symbol = sp.Symbol(var, integer=True)
+        self.scope[var] = IntValue(symbol)
+        frame = LoopFrame()
+        self.loops.append(frame)
+        try:
+            body = self.block(stmt.body)
+        finally:
+            del self.scope[var]
+            self.loops.pop()
+        return self._loop(frame, symbol, start, stop, step, body, stmt, [])
+
+    def _stmt_While(self, stmt):
+        if stmt.orelse:
+            raise self.src.error(stmt, "`while ... else` is not supported")
+        line = self.line(stmt)
+        frame = LoopFrame(brk=self.new_transient("__break"))
+        ex = ExpressionBuilder(self, self.scope)
+        cond = ex.condition(stmt.test)
+        inputs = tuple((conn, Memlet(d, s)) for (d, s), conn in ex.reads.items())
+        test = Tasklet(inputs, ((Memlet(frame.brk.name),
+                                 sp.Piecewise((sp.Integer(0), cond), (sp.Integer(1), True))),),
+                       line)
+        self.loops.append(frame)
+        try:
+            body = self.unless_jumped(self.block(stmt.body), frame)
+        finally:
+            self.loops.pop()
+        body = Sequence(tuple(ex.prelude) + (State((test,), f"while_{line}"), body))
+        self._counter += 1
+        counter = sp.Symbol(f"__w{self._counter}", integer=True)
+        return self._loop(frame, counter, sp.Integer(0), None, sp.Integer(1), body, stmt, [])
+
+    def _loop(self, frame, var, start, stop, step, body, stmt, before):
+        line = self.line(stmt)
+        if frame.cnt is not None:
+            body = Sequence((self._set(frame.cnt, 0, line),) + body.elements)
+        exit_ = None
+        if frame.brk is not None:
+            exit_ = sp.Ne(flag_symbol(frame.brk.name), 0)
+            before = before + [self._set(frame.brk, 0, line)]
+        return before + [LoopRegion(var, start, stop, step, body, line, exit=exit_)]
+
+    def _stmt_Break(self, stmt):
+        frame = self._frame(stmt, "break")
+        if frame.brk is None:
+            frame.brk = self.new_transient("__break")
+        return [self._set(frame.brk, 1, self.line(stmt))]
+
+    def _stmt_Continue(self, stmt):
+        frame = self._frame(stmt, "continue")
+        if frame.cnt is None:
+            frame.cnt = self.new_transient("__continue")
+        return [self._set(frame.cnt, 1, self.line(stmt))]
+
+    def _frame(self, stmt, what):
+        if not self.loops:
+            raise self.src.error(stmt, f"`{what}` outside a loop")
+        return self.loops[-1]
+
+    def _set(self, flag, value, line):
+        return State((Tasklet((), ((Memlet(flag.name), sp.Integer(value)),), line),),
+                     f"flag_{line}")
+
+    def may_jump(self, stmt):
+        """Whether ``stmt`` can break or continue the innermost enclosing loop."""
+        if not self.loops:
+            return False
+        todo = [stmt]
+        while todo:
+            node = todo.pop()
+            if isinstance(node, (ast.Break, ast.Continue)):
+                return True
+            if not isinstance(node, (ast.For, ast.While, ast.FunctionDef, ast.Lambda)):
+                todo.extend(ast.iter_child_nodes(node))
+        return False
+
+    def unless_jumped(self, rest, frame=None):
+        """``rest`` guarded so that it does not run after a break or continue.
+
+        The decision is copied into a fresh flag first: ``rest`` may itself break or
+        continue, and a region's condition must not change inside the region."""
+        frame = frame or self.loops[-1]
+        flags = [f for f in (frame.brk, frame.cnt) if f is not None]
+        if not flags or not rest.elements:
+            return rest
+        go = self.new_transient("__go")
+        conns = [sp.Symbol(f"__in{k}", real=True) for k in range(len(flags))]
+        decide = sp.Piecewise((sp.Integer(1), sp.And(*[sp.Eq(c, 0) for c in conns])),
+                              (sp.Integer(0), True))
+        inputs = tuple((c, Memlet(f.name)) for c, f in zip(conns, flags))
+        snapshot = State((Tasklet(inputs, ((Memlet(go.name), decide),)),), "unless_jumped")
+        region = ConditionalRegion(((sp.Ne(flag_symbol(go.name), 0), rest),))
+        return Sequence((snapshot, region))
+
+    def line(self, stmt):
+        return stmt.lineno + self.src.first_line - 1
