@@ -102,3 +102,16 @@ def assert_arrays_close(got, want, rtol, what=""):
     assert got.shape == want.shape, f"{what}: shape {got.shape} != {want.shape}"
     scale = float(np.max(np.abs(want))) if want.size else 0.0
     np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * scale, err_msg=what)
+
+
+def fd_gradient(func, args, index_of, name, h=1e-4):
+    """The full gradient w.r.t. one argument, one coordinate at a time (small arrays only)."""
+    value = args[index_of[name]]
+    if not isinstance(value, np.ndarray):
+        return fd_directional(func, args, index_of, {name: 1.0}, h)
+    out = np.zeros(value.shape)
+    for idx in np.ndindex(value.shape):
+        e = np.zeros(value.shape)
+        e[idx] = 1.0
+        out[idx] = fd_directional(func, args, index_of, {name: e}, h)
+    return out
