@@ -7,9 +7,9 @@ import numpy as np
 import sympy as sp
 
 from . import pipeline
-from .autodiff import adjoint_name, tangent_name
+from .autodiff import tangent_name
 from .errors import AdjointError, ArgumentError, BoundsError
-from .options import options
+from .sweep import Sweep
 from .frontend import RESULT, declared_types, read_source, type_of_value
 from .runtime.arguments import bind
 from .sdfg import to_text
@@ -29,7 +29,7 @@ class Kernel:
         spec = self.specialize(args)
         syms, values = bind(spec.sdfg, args)
         buffers = spec.buffers(values, syms)
-        spec.run(spec.forward.module, "forward", syms, buffers)
+        spec.run(spec.forward.module, 0, syms, buffers)
         return spec.result(buffers)
 
     def specialize(self, args) -> "Specialization":
@@ -87,6 +87,7 @@ class Specialization:
     def __init__(self, forward):
         self.forward, self.sdfg = forward, forward.sdfg
         self._backward, self._tangent, self._sizes = {}, {}, {}
+        self.plans, self.last_sweep = {}, None
         self.floating = [a.name for a in self.sdfg.arguments if a.kind in ("array", "float")]
         written = {m.data for node in _tasklet_outputs(self.sdfg) for m in node}
         self.written_arrays = [a.name for a in self.sdfg.arguments
@@ -114,9 +115,9 @@ class Specialization:
 
     def zeros(self, container, syms):
         """A flat zero buffer for ``container`` at the sizes ``syms``."""
-        key = (container.name, syms.tobytes())
+        key = (container.name, syms[:-2].tobytes())
         if key not in self._sizes:
-            env = dict(zip(self.sdfg.symbols, (int(v) for v in syms)))
+            env = dict(zip(self.sdfg.symbols, (int(v) for v in syms[:-2])))
             self._sizes[key] = int(container.volume().subs(env))
         return np.zeros(self._sizes[key], container.dtype)
 
@@ -124,7 +125,7 @@ class Specialization:
         status, _ = module.check(syms)
         if status:
             check = self.forward.checks[status - 1]
-            sizes = ", ".join(f"{s}={v}" for s, v in zip(self.sdfg.symbols, syms))
+            sizes = ", ".join(f"{s}={v}" for s, v in zip(self.sdfg.symbols, syms[:-2]))
             raise BoundsError(f"{self.sdfg.filename}:{check.line}: {check.message} "
                               f"(at {sizes})")
         return module.call(entry, syms, buffers, tape, position)
@@ -147,6 +148,11 @@ class Specialization:
             lines.append(f"derivative of {sorted(outs)} w.r.t. {sorted(wrt)}: active "
                          f"{sorted(adj.active)}; recorded on every write: "
                          f"{sorted(adj.recorded) or 'nothing'}")
+        if self.last_sweep is not None:
+            sweep = self.last_sweep
+            lines.append(sweep.plan.describe())
+            lines.append(f"measured peak of the engine's allocations: "
+                         f"{sweep.ledger.peak / 2**20:.2f} MiB")
         return "\n".join(lines)
 
 
@@ -162,82 +168,6 @@ def kernel(func):
 
 
 # ---- derivatives ---------------------------------------------------------------------------
-_UNUSED = np.empty(0)
-
-
-class _Call:
-    """The state of one differentiated call: buffers after the recording forward and the tape."""
-
-    def __init__(self, k: Kernel, args, wrt, outputs, run_forward=True):
-        self.spec = spec = k.specialize(args)
-        self.bwd = spec.backward(wrt, outputs)
-        self.containers = self.bwd.layout.containers
-        self.names = [c.name for c in self.containers]
-        self.syms = bind(spec.sdfg, args)[0]
-        _, length = self.bwd.module.check(self.syms)
-        self.tape = np.empty(length)        # an upper bound when decisions depend on data
-        self.tape_end = 0
-        self._start(args)
-        if run_forward or self.bwd.adjoint.needs_forward:
-            while True:
-                self.tape_end = spec.run(self.bwd.module, "record", self.syms,
-                                         self._buffers({}), self.tape)
-                if self.tape_end >= 0:
-                    break
-                self._grow_tape()
-                self._start(args)
-
-    def _grow_tape(self):
-        """A while loop ran longer than the tape: retry with twice the tape, up to the limit."""
-        size = max(2 * self.tape.size, 1024)
-        if size * 8 > options.tape_limit_bytes:
-            raise AdjointError(f"{self.spec.sdfg.name}(): the tape outgrew "
-                               f"{options.tape_limit_bytes / 2**30:.1f} GiB while recording; "
-                               "does every while loop terminate? (engine option tape_limit_bytes)")
-        self.tape = np.empty(size)
-
-    def _start(self, args):
-        """Fresh buffers holding the arguments' values (the caller's arrays stay untouched)."""
-        spec = self.spec
-        _, values = bind(spec.sdfg, args)
-        for name in spec.written_arrays:
-            values[name] = values[name].copy()
-        primal = {c.name for c in spec.forward.layout.containers}
-        self.state = {c.name: values[c.name] if c.name in values else spec.zeros(c, self.syms)
-                      for c in self.containers if c.name in primal}
-
-    def _buffers(self, adjoints):
-        """Pointers in layout order; adjoints the recording forward never touches are empty."""
-        return [self.state[n] if n in self.state else adjoints.get(n, _UNUSED)
-                for n in self.names]
-
-    def result(self):
-        return float(self.state[RESULT][0]) if RESULT in self.state else None
-
-    def pullback(self, cotangents):
-        """Cotangents at entry of every floating argument, given those of the outputs."""
-        adj = self.bwd.adjoint
-        state = {n: (v.copy() if n in adj.recorded else v) for n, v in self.state.items()}
-        adjoints = {c.name: self.spec.zeros(c, self.syms) for c in self.containers
-                    if c.name not in self.state}
-        for name, cot in cotangents.items():
-            g = adjoint_name(name)
-            if g in adjoints:
-                adjoints[g][...] = np.asarray(cot, dtype=adjoints[g].dtype).reshape(-1)
-        buffers = [state[n] if n in state else adjoints[n] for n in self.names]
-        self.spec.run(self.bwd.module, "reverse", self.syms, buffers, self.tape, self.tape_end)
-        out = {}
-        for name in self.spec.floating:
-            g = adjoints.get(adjoint_name(name))
-            if g is None:
-                g = np.zeros_like(self.state[name])
-            out[name] = float(g[0]) if self._is_scalar(name) else g.reshape(self.state[name].shape)
-        return out
-
-    def _is_scalar(self, name):
-        return self.spec.argument(name).kind == "float"
-
-
 def _check_wrt(k, spec, wrt):
     names = (wrt,) if isinstance(wrt, str) else tuple(wrt)
     for n in names:
@@ -250,24 +180,31 @@ def _check_wrt(k, spec, wrt):
     return names
 
 
-def value_and_grad(k: Kernel, wrt):
-    """``f(*args) -> (loss, gradient)``; gradients w.r.t. each name in ``wrt`` at entry."""
+def value_and_grad(k: Kernel, wrt, memory_budget=None, policy=None, snapshots=None):
+    """``f(*args) -> (loss, gradient)``; gradients w.r.t. each name in ``wrt`` at entry.
+
+    ``memory_budget`` (bytes or "512MiB") bounds what reverse mode keeps; ``policy`` is
+    'ilp' (default: cheapest plan within the budget), 'store_all', 'recompute_all' or
+    'revolve' (with ``snapshots``)."""
     k = kernel(k)
+    plan = dict(budget=memory_budget, policy=policy, snapshots=snapshots)
 
     def run(*args, _value=True):
-        names = _check_wrt(k, k.specialize(args), wrt)
-        call = _Call(k, args, names, {RESULT}, run_forward=_value)
-        cot = call.pullback({RESULT: 1.0})
+        spec = k.specialize(args)
+        names = _check_wrt(k, spec, wrt)
+        sweep = Sweep(spec, spec.backward(names, {RESULT}), args, run_forward=_value, **plan)
+        cot = sweep.reverse({RESULT: 1.0})
+        spec.last_sweep = sweep
         grads = tuple(cot[n] for n in names)
-        return call.result(), grads[0] if isinstance(wrt, str) else grads
+        return sweep.result(), grads[0] if isinstance(wrt, str) else grads
 
     functools.update_wrapper(run, k.py_func)
     return run
 
 
-def grad(k: Kernel, wrt):
+def grad(k: Kernel, wrt, memory_budget=None, policy=None, snapshots=None):
     """``f(*args) -> gradient`` of the returned scalar w.r.t. ``wrt`` (name or tuple)."""
-    vg = value_and_grad(k, wrt)
+    vg = value_and_grad(k, wrt, memory_budget, policy, snapshots)
 
     def run(*args):
         return vg(*args, _value=False)[1]
@@ -276,16 +213,18 @@ def grad(k: Kernel, wrt):
     return run
 
 
-def vjp(k: Kernel, *args):
+def vjp(k: Kernel, *args, memory_budget=None, policy=None, snapshots=None):
     """``(outputs, pullback)``: outputs maps each written array and ``"return"`` to its final
     value; ``pullback(cotangents)`` maps every floating argument to its cotangent at entry."""
     k = kernel(k)
     spec = k.specialize(args)
     outputs = set(spec.written_arrays) | ({RESULT} if spec.sdfg.result else set())
-    call = _Call(k, args, spec.floating, outputs)
-    outs = {n: call.state[n].copy() for n in spec.written_arrays}
+    sweep = Sweep(spec, spec.backward(spec.floating, outputs), args, reusable=True,
+                  budget=memory_budget, policy=policy, snapshots=snapshots)
+    spec.last_sweep = sweep
+    outs = {n: sweep.state[n].copy() for n in spec.written_arrays}
     if spec.sdfg.result:
-        outs["return"] = call.result()
+        outs["return"] = sweep.result()
 
     def pullback(cotangents):
         unknown = set(cotangents) - set(outs)
@@ -297,7 +236,7 @@ def vjp(k: Kernel, *args):
             if n != RESULT and np.shape(v) != outs[n].shape:
                 raise ArgumentError(f"cotangent for {n!r} has shape {np.shape(v)}, the output "
                                     f"has shape {outs[n].shape}")
-        return call.pullback(renamed)
+        return sweep.reverse(renamed)
 
     return outs, pullback
 
@@ -326,7 +265,7 @@ def jvp(k: Kernel, primals, tangents):
         values[tangent_name(name)] = np.array(t, dtype=values[name].dtype).reshape(-1)
     tan = spec.tangent(tangents)
     buffers = spec.buffers(values, syms, tan.layout.containers)
-    spec.run(tan.module, "tangent", syms, buffers)
+    spec.run(tan.module, 0, syms, buffers)
     by_name = {c.name: b for c, b in zip(tan.layout.containers, buffers)}
     outs, dots = {}, {}
     for name in spec.written_arrays:

@@ -7,12 +7,17 @@ from dataclasses import dataclass, field, fields
 class Options:
     """``compiler``/``cflags``: how generated C is built; ``cache_dir``: where modules are
     kept (default: ``$SIMCORE_CACHE_DIR``, else ``~/.cache/simcore``); ``device``: 'cpu';
-    ``tape_limit_bytes``: the most tape a recording forward may grow to (while loops)."""
+    ``tape_limit_bytes``: the most tape a recording forward may grow to (while loops);
+    ``memory_budget``/``memory_policy``: how reverse mode keeps forward values
+    (see autodiff/plan.py)."""
     compiler: str = field(default_factory=lambda: os.environ.get("CC", "cc"))
     cflags: tuple = ("-O3", "-march=native", "-std=c99", "-fno-math-errno")
     cache_dir: str = ""
     device: str = "cpu"
     tape_limit_bytes: int = 4 * 2**30
+    memory_budget: object = None        # bytes, "512MiB", or None (no limit: store all)
+    memory_policy: str = "ilp"          # ilp, store_all, recompute_all, revolve
+    revolve_snapshots: int = 0          # snapshots for memory_policy="revolve"
 
 
 options = Options()

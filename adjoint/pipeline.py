@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from .analysis.bounds import index_checks
 from .autodiff import Adjoint, differentiate, linearize
-from .codegen import Layout, generate_module
+from .codegen import COUNTS, Layout, generate_module
 from .frontend import parse
 from .runtime import CompiledModule, build_module, load
 from .sdfg import SDFG, validate
@@ -35,18 +35,20 @@ def lower_forward(src, name, types) -> Forward:
     sdfg = validate(parse(src, name, types))                     # Python AST -> SDFG
     checks = tuple(index_checks(sdfg))                            # prove indices in bounds
     layout = Layout(sdfg.symbols, tuple(sdfg.containers.values()))
-    source = generate_module(layout, [("forward", sdfg)], checks, None)   # SDFG -> C
+    source = generate_module(layout, [sdfg], checks)                  # SDFG -> C
     return Forward(sdfg, checks, layout, source, load(build_module(source, name)))
 
 
 def lower_backward(forward: Forward, wrt, outputs) -> Backward:
+    """Entry points 3r, 3r+1, 3r+2: forward, record and reverse of region r."""
     adj = differentiate(forward.sdfg, wrt, outputs)               # SDFG -> reverse-mode SDFGs
-    validate(adj.record)
-    validate(adj.reverse)
-    layout = Layout(forward.sdfg.symbols, tuple(adj.record.containers.values()))
-    source = generate_module(layout, [("record", adj.record), ("reverse", adj.reverse)],
-                             forward.checks, adj.record)
-    return Backward(adj, layout, source, load(build_module(source, forward.sdfg.name + "_grad")))
+    entries = [s for r in adj.regions for s in (r.forward, r.record, r.reverse)]
+    for sdfg in entries:
+        validate(sdfg)
+    layout = Layout(forward.sdfg.symbols, tuple(adj.containers.values()))
+    source = generate_module(layout, entries, forward.checks, [r.record for r in adj.regions])
+    path = build_module(source, forward.sdfg.name + "_grad")
+    return Backward(adj, layout, source, load(path, COUNTS * len(adj.regions)))
 
 
 @dataclass(frozen=True)
@@ -62,5 +64,5 @@ def lower_tangent(forward: Forward, wrt) -> Tangent:
     sdfg, varied = linearize(forward.sdfg, wrt)                  # SDFG -> tangent-linear SDFG
     validate(sdfg)
     layout = Layout(sdfg.symbols, tuple(sdfg.containers.values()))
-    source = generate_module(layout, [("tangent", sdfg)], forward.checks, None)
+    source = generate_module(layout, [sdfg], forward.checks)
     return Tangent(sdfg, varied, layout, source, load(build_module(source, sdfg.name + "_jvp")))

@@ -33,3 +33,68 @@ def polybench_init(n):
     """PolyBench's initial array: A[i, j] = (i * (j + 2) + 2) / n."""
     i, j = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
     return (i * (j + 2) + 2.0) / n
+
+
+# ---- the model: calibrate the 3x3 weights from observations of A ---------------------------
+from dataclasses import dataclass  # noqa: E402
+from typing import List, Optional  # noqa: E402
+
+from simcore import Dim, Model, Parameter, TimeAxis, Variable, register  # noqa: E402
+from simcore.schema import ObsConfig  # noqa: E402
+from simcore.errors import ConfigError  # noqa: E402
+from simcore.model import field_of  # noqa: E402
+
+TRUE_WEIGHTS = [[0.05, 0.10, 0.05],
+                [0.15, 0.30, 0.10],
+                [0.05, 0.15, 0.05]]
+
+
+@dataclass
+class SeidelConfig:
+    """``init``: 'random' (seeded uniform, excites every stencil weight) or 'polybench'."""
+    name: str = "seidel"
+    n: int = 20
+    steps: int = 10
+    init: str = "random"
+    weights: List[List[float]] = field_of(TRUE_WEIGHTS)
+    bounds: List[float] = field_of([-1.0, 1.0])
+    prior_std: Optional[float] = 1.0
+    obs: ObsConfig = field_of(ObsConfig(every_k=2, every_m=1, sigma=0.01, noise=False))
+
+
+@register
+class Seidel(Model):
+    """Weighted Gauss-Seidel sweeps of A (n x n); the 9 stencil weights are the parameters."""
+    name = "seidel"
+    Config = SeidelConfig
+    kernel = seidel2d
+    description = "Gauss-Seidel sweeps with a 3x3 weight stencil (PolyBench seidel-2d)"
+
+    def dims(self):
+        n = int(self.cfg.n)
+        return [Dim("y", n, units="1", long_name="grid row index", axis="Y"),
+                Dim("x", n, units="1", long_name="grid column index", axis="X"),
+                Dim("di", 3, units="1", long_name="stencil row offset", start=-1.0),
+                Dim("dj", 3, units="1", long_name="stencil column offset", start=-1.0)]
+
+    def variables(self):
+        return [Variable("A", ("y", "x"), units="1", long_name="smoothed field")]
+
+    def parameters(self):
+        return [Parameter("w", ("di", "dj"), value=np.array(self.cfg.weights, dtype=float),
+                          units="1", long_name="stencil weights", bounds=tuple(self.cfg.bounds),
+                          prior_std=self.cfg.prior_std)]
+
+    def initial_state(self):
+        n = int(self.cfg.n)
+        if self.cfg.init == "polybench":
+            return {"A": polybench_init(n)}
+        if self.cfg.init == "random":
+            return {"A": self.rng(0).random((n, n))}
+        raise ConfigError(f"model.init={self.cfg.init!r}: use 'random' or 'polybench'")
+
+    def time(self):
+        return TimeAxis(dt=1.0, units="1", long_name="sweep")
+
+    def kernel_args(self, state, params, nsteps):
+        return (state["A"], params["w"], nsteps + 1)       # TSTEPS - 1 sweeps

@@ -37,7 +37,7 @@ def test_affine_accesses_are_proven_for_all_sizes():
     spec = next(iter(stencil._specs.values()))
     assert spec.forward.checks == ()
     assert "every index proven in bounds" in stencil.explain()
-    assert "if (" not in spec.forward.source.split("sc_forward(")[1].split("sc_check(")[0]
+    assert "if (" not in spec.forward.source.split("sc_entry0(")[1].split("sc_run(")[0]
 
 
 def test_unprovable_access_raises_naming_the_line():

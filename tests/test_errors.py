@@ -25,7 +25,7 @@ def helper(v):
 
 def bad_slice(A: float64[N], T: int) -> float:
     for t in range(T):
-        A[1:] = 0.0  # ERR
+        A[::T] = 0.0  # ERR
     return np.sum(A * A)
 
 
@@ -110,7 +110,7 @@ def bad_unannotated_slice(A, T):
     for t in range(T):
         for i in range(A.shape[0]):
             A[i] = 0.5 * A[i]
-        A[::2] = 1.0  # ERR
+        A[::2] = A[A > 0.5]  # ERR
     return np.sum(A * A)
 
 

@@ -25,7 +25,7 @@ class IndexCheck:
 
 def index_checks(sdfg):
     """The conditions that could not be proven statically, in program order."""
-    checks, seen_loops = [], set()
+    checks, seen_loops = [IndexCheck((), c, line, m) for c, line, m in sdfg.assumptions], set()
     for node, context in walk(sdfg.body):
         for depth, region in enumerate(context):
             if isinstance(region, LoopRegion) and not region.step.is_number \

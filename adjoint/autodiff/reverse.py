@@ -30,39 +30,114 @@ def adjoint_name(name):
 
 
 @dataclass(frozen=True)
+class Region:
+    """One top-level region of the kernel: the unit the store/recompute plan decides on.
+
+    ``forward`` runs it, ``record`` runs it pushing what its reverse restores,
+    ``reverse`` is its reverse sweep. A counted top-level loop is a *segment* loop:
+    its entries run the iterations ``[__k0, __k1)`` only (checkpointing)."""
+    name: str
+    forward: SDFG
+    record: SDFG
+    reverse: SDFG
+    reads: frozenset
+    writes: frozenset
+    segmented: bool
+
+
+@dataclass(frozen=True)
 class Adjoint:
     """What reverse mode produced for one (kernel, wrt, outputs) triple."""
-    record: SDFG            # the forward, pushing what the reverse sweep restores
-    reverse: SDFG           # the reverse sweep
+    regions: tuple          # Regions in forward order
+    containers: dict        # primal containers, then one adjoint per active container
     active: frozenset       # containers with adjoints
     recorded: frozenset     # containers pushed on every write
     needs_forward: bool     # False when the reverse sweep reads no value the forward changes
 
 
 def differentiate(sdfg, wrt, outputs) -> Adjoint:
+    """A container is recorded in a region when that region writes it and its values are
+    needed by the reverse sweep of that region or of an earlier one; values needed only
+    after a container's last write are read from memory as the forward left it."""
     active = active_containers(sdfg, wrt, outputs)
-    needed = _values_needed(sdfg, active)
-    written = written_containers(sdfg)
-    recorded = frozenset(needed & written)
     containers = dict(sdfg.containers)
     for name in sorted(active):
         c = sdfg.containers[name]
         containers[adjoint_name(name)] = Container(adjoint_name(name), c.dtype, c.shape)
-    rev = _Reverser(active, recorded)
-    record = sdfg.replace(body=_record(sdfg.body, recorded), containers=containers)
-    reverse = sdfg.replace(body=rev.region(sdfg.body), containers=containers)
-    return Adjoint(record, reverse, active, recorded, bool(needed & written))
+    parts = _partition(sdfg.body)
+    needed_by = [_values_needed(Sequence(p), sdfg.containers, active) for p in parts]
+    regions, needed_so_far, recorded_any = [], set(), set()
+    for k, part in enumerate(parts):
+        body = Sequence(part)
+        mk = lambda b: sdfg.replace(body=b, containers=containers)   # noqa: E731
+        reads, writes = _accesses(body, sdfg.containers)
+        needed_so_far |= needed_by[k]
+        recorded = frozenset(needed_so_far & writes)
+        recorded_any |= recorded
+        regions.append(Region(_describe(part, k), mk(body), mk(_record(body, recorded)),
+                              mk(_Reverser(active, recorded).region(body)), reads, writes,
+                              _segmented(part)))
+    needed = set().union(*needed_by)
+    return Adjoint(tuple(regions), containers, active, frozenset(recorded_any),
+                   bool(needed & written_containers(sdfg)))
 
 
-def _values_needed(sdfg, active):
-    """Containers whose values the reverse sweep reads: flags of decisions on data, and
-    what some partial derivative of an active statement reads."""
+def _partition(body):
+    """Top-level regions: each loop alone, consecutive other regions together."""
+    parts, run = [], []
+    for element in body.elements:
+        if isinstance(element, LoopRegion):
+            if run:
+                parts.append(tuple(run))
+                run = []
+            parts.append((replace(element, segment=True) if _checkpointable(element)
+                          else element,))
+        else:
+            run.append(element)
+    if run:
+        parts.append(tuple(run))
+    return parts
+
+
+def _checkpointable(loop):
+    """A counted loop without while loops inside: it can be checkpointed by iterations."""
+    if loop.exit is not None or loop.stop is None:
+        return False
+    return not any(isinstance(r, LoopRegion) and r.stop is None
+                   for _, context in walk(loop.body) for r in context)
+
+
+def _segmented(part):
+    return len(part) == 1 and isinstance(part[0], LoopRegion) and part[0].segment
+
+
+def _describe(part, k):
+    if len(part) == 1 and isinstance(part[0], LoopRegion):
+        return f"loop over {part[0].var} (line {part[0].line})"
+    return f"statements #{k}"
+
+
+def _accesses(region, containers):
+    reads, writes = set(), set()
+    for t, _, _ in tasklets(region):
+        reads |= {m.data for _, m in t.inputs}
+        writes |= {m.data for m, _ in t.outputs}
+    for _, context in walk(region):
+        for r in context:
+            if isinstance(r, Guard):
+                reads |= condition_containers(r.condition, containers)
+    return frozenset(reads), frozenset(writes)
+
+
+def _values_needed(body, containers, active):
+    """Containers whose values the reverse sweep of ``body`` reads: flags of decisions on
+    data, and what some partial derivative of an active statement reads."""
     needed = set()
-    for _, context in walk(sdfg.body):
+    for _, context in walk(body):
         for region in context:
             if isinstance(region, Guard):
-                needed |= condition_containers(region.condition, sdfg.containers)
-    for t, _, _ in tasklets(sdfg.body):
+                needed |= condition_containers(region.condition, containers)
+    for t, _, _ in tasklets(body):
         conns = t.connector_memlets()
         for memlet, expr in t.outputs:
             if memlet.data not in active:

@@ -65,6 +65,15 @@ class CPrinter(C99CodePrinter):
             out = f"{fn}({out}, {a})"
         return out
 
+    def _print_Piecewise(self, expr):
+        """One line of nested ``?:`` (sympy's own spreads it over several lines)."""
+        if expr.args[-1].cond != sp.true:
+            raise ValueError(f"Piecewise without a default branch: {expr}")
+        out = self._print(expr.args[-1].expr)
+        for value, cond in reversed(expr.args[:-1]):
+            out = f"(({self._print(cond)}) ? ({self._print(value)}) : ({out}))"
+        return out
+
     def _print_BooleanTrue(self, expr):
         return "1"
 

@@ -12,9 +12,8 @@ import numpy as np
 import sympy as sp
 
 from .array_reductions import mean, reduction, variance
-from .array_shapes import (ArrayExpr, broadcast_to, constant, flip, fmt_shape, reshape,
-                           same_size, transpose, volume, without_view)
-from .arrays import number, truth
+from .array_shapes import (ArrayExpr, broadcast_to, constant, flip, fmt_shape, number,
+                           reshape, same_size, transpose, truth, volume, without_view)
 from .expressions import BINARY, UNARY
 
 EXTRA_UNARY = {"square": lambda x: x ** 2, "negative": lambda x: -x,
@@ -292,6 +291,10 @@ def _reduce(kind):
             ddof = _constant_int(b, args["ddof"]) if "ddof" in args else 0
             v = variance(b, node, a, axes, keep, ddof)
             return v if kind == "var" else b.combine(node, sp.sqrt, [v])
+        if kind in ("any", "all"):       # the largest / smallest of the 0/1 truth values
+            bits = ArrayExpr(a.shape, lambda index: number(truth(a.at(index))))
+            out = reduction(b, node, "max" if kind == "any" else "min", bits, axes, keep)
+            return ArrayExpr(out.shape, lambda index: truth(out.at(index)), True)
         return reduction(b, node, kind, a, axes, keep)
     return handler
 
@@ -324,10 +327,13 @@ NUMPY = {
     "min": (_reduce("min"), REDUCE_ARGS, ("keepdims",)),
     "amin": (_reduce("min"), REDUCE_ARGS, ("keepdims",)),
     "mean": (_reduce("mean"), REDUCE_ARGS, ("keepdims",)),
+    "any": (_reduce("any"), REDUCE_ARGS, ("keepdims",)),
+    "all": (_reduce("all"), REDUCE_ARGS, ("keepdims",)),
     "var": (_reduce("var"), REDUCE_ARGS, REDUCE_KEYWORDS),
     "std": (_reduce("std"), REDUCE_ARGS, REDUCE_KEYWORDS),
 }
-METHODS = {name: NUMPY[name] for name in ("sum", "prod", "max", "min", "mean", "var", "std")}
+METHODS = {name: NUMPY[name] for name in ("sum", "prod", "max", "min", "mean", "var", "std",
+                                          "any", "all")}
 METHODS.update({
     "copy": (_copy, ("a",), ()),
     "transpose": (_method_transpose, ("a",) + VARARGS, ()),

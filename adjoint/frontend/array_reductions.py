@@ -10,7 +10,7 @@ loop backwards (``max`` splits the derivative equally between ties, as elsewhere
 import sympy as sp
 
 from ..sdfg import LoopRegion, MapScope, Memlet, Sequence, State, Tasklet
-from .array_shapes import ONE, ArrayExpr, broadcast_to, volume
+from .array_shapes import ONE, ArrayExpr, broadcast_to, number, volume
 from .array_stores import map_ranges, tasklet_body, temporary
 
 IDENTITY = {"sum": sp.Integer(0), "prod": sp.Integer(1), "max": -sp.oo, "min": sp.oo}
@@ -19,7 +19,6 @@ COMBINE = {"prod": lambda r, x: r * x, "max": sp.Max, "min": sp.Min}
 
 def reduction(b, node, kind, arg, axes, keepdims):
     """``kind`` (sum, prod, max, min) of ``arg`` over ``axes``."""
-    from .arrays import number
     if not axes:
         return ArrayExpr(arg.shape, lambda index: number(arg.at(index)))
     kept = [k for k in range(arg.rank) if k not in axes]
@@ -41,7 +40,6 @@ def mean(b, node, arg, axes, keepdims):
 
 def variance(b, node, arg, axes, keepdims, ddof=0):
     """mean((x - mean(x))**2) * n / (n - ddof), the mean broadcast back over ``axes``."""
-    from .arrays import number
     centre = broadcast_to(mean(b, node, arg, axes, True), arg.shape)
     square = ArrayExpr(arg.shape, lambda i: (number(arg.at(i)) - centre.at(i)) ** 2)
     var = mean(b, node, square, axes, keepdims)
@@ -59,7 +57,6 @@ def _shape(arg, axes, keepdims):
 
 def _fill(b, node, kind, arg, kept):
     """Emit the regions computing the reduction into a new transient; return it."""
-    from .arrays import number
     line = b.line(node)
     out = temporary(b, node, tuple(arg.shape[k] for k in kept), f"__{kind}")
     init = _initialise(b, out, IDENTITY[kind], line)

@@ -16,6 +16,7 @@ from typing import Callable, Optional
 import sympy as sp
 
 from ..sdfg import Container
+from .expressions import DataValue
 from .functions import floordiv, python_mod
 
 AXES = tuple(sp.Symbol(f"__a{k}", integer=True) for k in range(32))
@@ -50,6 +51,46 @@ class ArrayExpr:
     @property
     def rank(self):
         return len(self.shape)
+
+
+class ShapeOf:
+    """What ``.shape``/``len()`` see of a view bound to a name (stands in for a container)."""
+    is_scalar = False
+
+    def __init__(self, name, shape):
+        self.name, self.shape = name, shape
+
+
+class MaskValue(DataValue):
+    """A name bound to a temporary holding a mask (as 0.0 / 1.0): ``m = A > 0``."""
+
+
+class ViewValue(DataValue):
+    """A name bound to a view of a container (``row = A[i]``): reads and writes go through."""
+
+    def __init__(self, name, view, shape, boolean, loops=()):
+        super().__init__(ShapeOf(name, shape))
+        self.view, self.shape, self.boolean = view, tuple(shape), boolean
+        self.loops = loops          # the loops (frames) around the binding
+
+
+def number(value):
+    """Masks become 1 / 0 where they are used as numbers."""
+    if is_condition(value):
+        return sp.Piecewise((ONE, value), (sp.Integer(0), True))
+    return value
+
+
+def truth(value):
+    """Numbers become conditions (``x != 0``) where they are used as masks."""
+    if is_condition(value):
+        return value
+    return sp.Ne(value, 0)
+
+
+def is_condition(value):
+    """Relations and their combinations (sympy symbols are Booleans too, but numbers here)."""
+    return isinstance(value, sp.logic.boolalg.Boolean) and not isinstance(value, sp.Expr)
 
 
 def constant(value, shape=(), boolean=False, empty=False):

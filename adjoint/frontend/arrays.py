@@ -20,15 +20,18 @@ from collections import Counter
 import numpy as np
 import sympy as sp
 
-from .array_shapes import (AXES, ONE, ArrayExpr, View, broadcast_to, constant, fmt_shape, same_size,
-                           slice_axis, subscript, transpose)
+from .array_shapes import (AXES, ONE, ArrayExpr, MaskValue, View, ViewValue, broadcast_to, constant,
+                           fmt_shape, number, same_size, slice_axis, subscript, transpose,
+                           truth)
 from .expressions import COMPARE, DataValue, ExpressionBuilder, IntValue
+from .functions import floordiv, python_mod
 
 ARITHMETIC = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b,
               ast.Mult: lambda a, b: a * b, ast.Div: lambda a, b: a / b,
               ast.Pow: lambda a, b: a ** b,
-              ast.FloorDiv: lambda a, b: sp.floor(a / b),
-              ast.Mod: lambda a, b: a - b * sp.floor(a / b)}
+              ast.FloorDiv: lambda a, b: floordiv(a, b) if _integers(a, b) else sp.floor(a / b),
+              ast.Mod: lambda a, b: python_mod(a, b) if _integers(a, b)
+              else a - b * sp.floor(a / b)}
 LOGICAL = {ast.BitAnd: sp.And, ast.BitOr: sp.Or, ast.BitXor: sp.Xor}
 
 
@@ -38,7 +41,6 @@ class ArrayState:
     def __init__(self, tree):
         self.assignments = Counter(t.id for node in ast.walk(tree)
                                    for t in _plain_targets(node) if isinstance(t, ast.Name))
-        self.boolean = set()        # array locals holding masks (stored as 0.0 / 1.0)
         self.assumptions = []       # (condition on sizes, line, message): checked per call
         self._count = 0
 
@@ -51,22 +53,6 @@ def _plain_targets(node):
     if isinstance(node, ast.Assign):
         return node.targets
     return [node.target] if isinstance(node, ast.AnnAssign) else []
-
-
-class ShapeOf:
-    """What ``.shape``/``len()`` see of a view bound to a name (stands in for a container)."""
-    is_scalar = False
-
-    def __init__(self, name, shape):
-        self.name, self.shape = name, shape
-
-
-class ViewValue(DataValue):
-    """A name bound to a view of a container (``row = A[i]``): reads and writes go through."""
-
-    def __init__(self, name, view, shape, boolean):
-        super().__init__(ShapeOf(name, shape))
-        self.view, self.shape, self.boolean = view, tuple(shape), boolean
 
 
 # ---- hooks --------------------------------------------------------------------------------
@@ -86,9 +72,12 @@ def is_array_subscript(scope, node):
     base = node.value
     if isinstance(base, ast.Attribute) and base.attr == "shape":
         return False
-    if not isinstance(base, ast.Name) or isinstance(scope.get(base.id), ViewValue):
+    binding = scope.get(base.id) if isinstance(base, ast.Name) else None
+    if not isinstance(base, ast.Name) or isinstance(binding, ViewValue):
         return True
     items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+    if isinstance(binding, DataValue) and len(items) < len(binding.container.shape):
+        return True                     # A[i] of a matrix: a row
     return any(_is_array_item(scope, item) for item in items)
 
 
@@ -104,8 +93,8 @@ def _is_array_item(scope, item):
     if isinstance(item, ast.BinOp):
         return type(item.op) in LOGICAL
     if isinstance(item, ast.Name):
-        binding = scope.get(item.id)
-        return isinstance(binding, DataValue) and not binding.container.is_scalar
+        return isinstance(scope.get(item.id), MaskValue) or \
+            isinstance(scope.get(item.id), ViewValue) and scope[item.id].boolean
     return False
 
 
@@ -129,19 +118,6 @@ def scalar_value(ex, node):
                                  f"{fmt_shape(e.shape)} where a single number is needed; "
                                  "index it or reduce it (np.sum, np.max, ...)")
     return number(e.at(()))
-
-
-def number(value):
-    """Masks become 1.0 / 0.0 where they are used as numbers."""
-    if isinstance(value, sp.logic.boolalg.Boolean):
-        return sp.Piecewise((ONE, value), (sp.Integer(0), True))
-    return value
-
-
-def truth(value):
-    if isinstance(value, sp.logic.boolalg.Boolean):
-        return value
-    return sp.Ne(value, 0)
 
 
 # ---- evaluation ---------------------------------------------------------------------------
@@ -185,12 +161,16 @@ class ArrayBuilder:
             self._check_in_scope(node, binding)
             return self.load(binding.view, binding.shape, binding.boolean)
         if isinstance(binding, DataValue) and not binding.container.is_scalar:
-            return self.container(binding.container, node.id in self.state.boolean)
+            return self.container(binding.container, isinstance(binding, MaskValue))
         return self.scalar(node)
 
     def _check_in_scope(self, node, binding):
+        """A view indexed by a loop variable is only usable inside that loop."""
+        active = [id(f) for f in getattr(self.kernel, "loops", ())]
         bound = set(self.kernel.symbols) | {b.expr for b in self.ex.scope.values()
                                             if isinstance(b, IntValue)}
+        if any(id(f) not in active for f in binding.loops):
+            bound = set(self.kernel.symbols)            # its loop has ended
         free = set().union(*(sp.sympify(s).free_symbols for s in binding.view.subset))
         free -= set(AXES)
         if not free <= bound:
@@ -261,6 +241,12 @@ class ArrayBuilder:
             raise self.src.error(item, "slice step must not be zero")
         lower, upper = (None if b is None else self.ex.index(b, "a slice bound")
                         for b in (item.lower, item.upper))
+        for bound, node in ((lower, item.lower), (upper, item.upper)):
+            if bound is not None and not bound.is_number and not bound.is_nonnegative \
+                    and bound.free_symbols <= set(self.kernel.symbols):
+                self.assume(node, sp.Ge(bound, 0), f"slice bound `{ast.unparse(node)}` is "
+                            "negative; bounds that are not constants are positions from the "
+                            "start (write N - k rather than -k)")
         return ("slice",) + slice_axis(size, lower, upper, int(step))
 
     # ---- operators -----------------------------------------------------------------------
@@ -315,9 +301,8 @@ class ArrayBuilder:
 
     def _broadcast_pair(self, node, a, b):
         n = max(len(a), len(b))
-        a, b = (ONE,) * (n - len(a)) + a, (ONE,) * (n - len(b)) + b
         out = []
-        for x, y in zip(a, b):
+        for x, y in zip((ONE,) * (n - len(a)) + a, (ONE,) * (n - len(b)) + b):
             if x == ONE or y == ONE:
                 out.append(y if x == ONE else x)
             else:
@@ -338,6 +323,10 @@ class ArrayBuilder:
         if not condition.free_symbols <= set(self.kernel.symbols):
             raise self.src.error(node, message.replace("do not match", "cannot be shown to "
                                                        "match") + "; use the same sizes")
+        self.assume(node, condition, message)
+
+    def assume(self, node, condition, message):
+        """``condition`` on the kernel's sizes, checked once per call before the kernel runs."""
         entry = (condition, self.line(node), message)
         if entry not in self.state.assumptions:
             self.state.assumptions.append(entry)
@@ -348,6 +337,10 @@ def _is_new_axis(ex, item):
         return True
     return isinstance(item, ast.Attribute) and item.attr == "newaxis" \
         and ex._module(item.value) is np
+
+
+def _integers(a, b):
+    return bool(a.is_integer and b.is_integer)
 
 
 def _is_ellipsis(item):

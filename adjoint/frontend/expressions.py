@@ -6,7 +6,7 @@ import math
 import numpy as np
 import sympy as sp
 
-from ..sdfg import Container, MapScope, Memlet, State, Tasklet
+from ..sdfg import Container
 from .functions import floordiv, python_mod
 
 # Scalar functions by the name they have in `math` or `numpy`.
@@ -172,8 +172,6 @@ class ExpressionBuilder:
             c = binding.container
             if c.is_scalar:
                 return self._read(c.name, ())
-            if elementwise is not None:
-                return self._elementwise_read(node, c, elementwise)
             raise self.src.error(node, f"whole-array use of {node.id!r}; index it "
                                        f"({node.id}[i, ...]) or reduce it with np.sum")
         if node.id in ("True", "False", "None"):
@@ -181,8 +179,11 @@ class ExpressionBuilder:
         raise self.src.error(node, f"name {node.id!r} is not defined before this use")
 
     def _value_Subscript(self, node, elementwise):
+        from .arrays import is_array_subscript, scalar_value
         if isinstance(node.value, ast.Attribute) and node.value.attr == "shape":
             return self.index(node)
+        if is_array_subscript(self.scope, node):       # slices, views, masks: arrays.py
+            return scalar_value(self, node)
         container, subset = self.memlet_for(node)
         return self._read(container.name, subset)
 
@@ -222,17 +223,14 @@ class ExpressionBuilder:
                                    "A.shape[k], math.pi/np.pi and math.e are")
 
     def _value_Call(self, node, elementwise):
+        from .arrays import is_array_call, scalar_value
+        if is_array_call(self, node):                  # reductions, np.where, ...: arrays.py
+            return scalar_value(self, node)
         if node.keywords:
             raise self.src.error(node, f"keyword arguments in `{ast.unparse(node)}` are "
                                        "not supported")
         name = self._function_name(node.func)
         args = node.args
-        if name == "sum" and self._module(node.func.value if isinstance(node.func, ast.Attribute)
-                                          else None) is np:
-            if elementwise is not None or len(args) != 1:
-                raise self.src.error(node, "np.sum takes one array expression here "
-                                           "(axis= and nested sums are not supported)")
-            return self._reduce_sum(node, args[0])
         if name in ("min", "max") and len(args) >= 2:
             vals = [self._value(a, elementwise) for a in args]
             return sp.Min(*vals) if name == "min" else sp.Max(*vals)
@@ -278,37 +276,6 @@ class ExpressionBuilder:
             # Python's negative indices count from the end; allow constant ones.
             subset.append(i + size if i.is_Integer and i < 0 else i)
         return tuple(subset)
-
-    def _elementwise_read(self, node, container, elementwise):
-        shape, params = elementwise
-        if container.shape != shape:
-            raise self.src.error(node, f"np.sum over arrays of different shapes "
-                                       f"({container.name} has shape {container.shape})")
-        return self._read(container.name, params)
-
-    def _reduce_sum(self, node, arg):
-        """np.sum(expr) -> a transient scalar filled by a map that accumulates."""
-        shape = self._elementwise_shape(arg)
-        params = tuple(sp.Symbol(f"__m{k}", integer=True) for k in range(len(shape)))
-        outer_reads, self.reads = self.reads, {}
-        body = self._value(arg, (shape, params))
-        inner_reads, self.reads = self.reads, outer_reads
-        acc = self.kernel.new_transient("__sum")
-        init = Tasklet((), ((Memlet(acc.name), sp.Float(0.0)),), node.lineno)
-        inputs = tuple((conn, Memlet(d, s)) for (d, s), conn in inner_reads.items())
-        tasklet = Tasklet(inputs, ((Memlet(acc.name, (), "sum"), body),), node.lineno)
-        ranges = tuple((sp.Integer(0), n, sp.Integer(1)) for n in shape)
-        self.prelude.append(State((init, MapScope(params, ranges, (tasklet,), node.lineno)),
-                                  f"sum_{node.lineno}"))
-        return self._read(acc.name, ())
-
-    def _elementwise_shape(self, node):
-        for sub in ast.walk(node):
-            if isinstance(sub, ast.Name):
-                b = self.scope.get(sub.id)
-                if isinstance(b, DataValue) and not b.container.is_scalar:
-                    return b.container.shape
-        raise self.src.error(node, "np.sum needs an array argument")
 
     def _builtin_name(self, func):
         if isinstance(func, ast.Name) and func.id not in self.scope \

@@ -8,6 +8,8 @@ from ..sdfg import (SDFG, Argument, ConditionalRegion, Container, LoopRegion, Me
                     Sequence, State, Tasklet)
 from ..sdfg.nodes import flag_symbol
 from ..types import ArrayType
+from .arrays import ArrayState
+from .arrays import assign as assign_arrays
 from .expressions import DataValue, ExpressionBuilder, IntValue
 from .locals import classify_locals
 from .loops import LoopLowering
@@ -31,6 +33,7 @@ class KernelBuilder(LoopLowering):
         for local in float_locals:
             self.containers[local] = Container(local, np.dtype(np.float64), (), True)
         self.result = None
+        self.arrays = ArrayState(src.tree)
         self.loops = []             # LoopFrame per enclosing loop, innermost last
 
     # ---- arguments ------------------------------------------------------------------
@@ -76,7 +79,8 @@ class KernelBuilder(LoopLowering):
     def build(self) -> SDFG:
         body = self.block(self.src.tree.body, top=True)
         return SDFG(self.name, tuple(self.arguments), dict(self.containers),
-                    tuple(self.symbols), body, self.result, self.src.filename)
+                    tuple(self.symbols), body, self.result, self.src.filename,
+                    tuple(self.arrays.assumptions))
 
     def block(self, stmts, top=False):
         elements = []
@@ -127,6 +131,9 @@ class KernelBuilder(LoopLowering):
     def _assign(self, stmt, target, value, op):
         if isinstance(target, ast.Name) and target.id in self.int_locals:
             return self._bind_int_local(stmt, target, value, op)
+        lowered = assign_arrays(self, stmt, target, value, op)     # slices, whole arrays
+        if lowered is not None:
+            return lowered
         ex = ExpressionBuilder(self, self.scope)
         if isinstance(target, ast.Subscript):
             container, subset = ex.memlet_for(target)

@@ -6,7 +6,8 @@ from ..errors import ArgumentError
 
 
 def bind(sdfg, args):
-    """(int64 array of symbol values, {argument name: ndarray}) for one call.
+    """(int64 array of symbol values, {argument name: ndarray}) for one call; the symbol
+    values end with the two segment bounds of checkpointed loops (zero here).
 
     Arrays are passed as they are (no copy); float scalars become fresh
     1-element arrays. Raises ArgumentError naming the argument on any mismatch.
@@ -39,7 +40,7 @@ def bind(sdfg, args):
     if missing:
         raise ArgumentError(f"cannot infer the sizes {missing} from the arguments of "
                             f"{sdfg.name}(); use them directly as an array dimension")
-    syms = np.array([env[s] for s in sdfg.symbols], dtype=np.int64)
+    syms = np.array([env[s] for s in sdfg.symbols] + [0, 0], dtype=np.int64)
     return syms, values
 
 

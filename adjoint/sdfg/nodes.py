@@ -33,7 +33,8 @@ class Container:
         return tuple(reversed(out))
 
     def volume(self):
-        return sp.Mul(*self.shape) if self.shape else sp.Integer(1)
+        """Number of elements; a negative size (``N - 2`` at ``N = 1``) counts as 0."""
+        return sp.Mul(*(sp.Max(0, n) for n in self.shape)) if self.shape else sp.Integer(1)
 
 
 @dataclass(frozen=True)
@@ -129,6 +130,7 @@ class LoopRegion:
     reverse: bool = False
     exit: Optional[sp.Basic] = None
     tape_trips: bool = False
+    segment: bool = False   # run only iterations [__k0, __k1) of the range (checkpointing)
 
 
 def flag_symbol(container_name):
@@ -164,6 +166,7 @@ class SDFG:
     body: Sequence
     result: Optional[str] = None
     filename: str = "<kernel>"
+    assumptions: tuple = ()  # (condition on symbols, line, message): checked before each call
 
     def container(self, name) -> Container:
         return self.containers[name]
@@ -171,6 +174,10 @@ class SDFG:
     def replace(self, **changes) -> "SDFG":
         from dataclasses import replace
         return replace(self, **changes)
+
+
+# Iteration bounds of a segment loop, the last two integer arguments of every entry point.
+SEGMENT = (sp.Symbol("__k0", integer=True), sp.Symbol("__k1", integer=True))
 
 
 @dataclass(frozen=True)
@@ -215,5 +222,6 @@ def tasklets(region):
         if isinstance(node, Tasklet):
             yield node, context, None
         elif isinstance(node, MapScope):
-            for t in node.body:
-                yield t, context, node
+            for t in node.body:         # a recording forward also has pushes in maps
+                if isinstance(t, Tasklet):
+                    yield t, context, node

@@ -28,8 +28,11 @@ def validate(sdfg):
                 _check_symbols((region.condition,), bound | flags, "condition")
         if isinstance(node, MapScope):
             bound = bound | set(node.params)
-            for t in node.body:
-                _check_tasklet(sdfg, t, bound)
+            for t in node.body:         # tasklets, and the pushes of a recording forward
+                if isinstance(t, Tasklet):
+                    _check_tasklet(sdfg, t, bound)
+                else:
+                    _check_memlet(sdfg, t.memlet, bound)
         elif isinstance(node, Tasklet):
             _check_tasklet(sdfg, node, bound)
         elif isinstance(node, (Push, Pop)):

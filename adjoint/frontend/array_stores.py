@@ -1,0 +1,250 @@
+"""Stores of array values: assignments to slices, masks and names, and temporaries.
+
+Every store is one map over the target's shape with a single tasklet
+``target[W(p)] = new(p)``. NumPy evaluates the right-hand side before writing; the
+map reproduces that unless some iteration reads an element another iteration
+writes. Then (and only then) the new values go to a transient first: a read of the
+target container at an index map other than ``W`` that is not provably disjoint
+from it (by the ranges of the indices, or their parity) counts as an overlap.
+"""
+import ast
+import math
+
+import numpy as np
+import sympy as sp
+
+from ..analysis.bounds import minimum
+from ..sdfg import Container, LoopRegion, MapScope, Memlet, State, Tasklet
+from .array_shapes import (ONE, MaskValue, ViewValue, broadcast_to, fmt_shape, number, remap,
+                           subscript, truth)
+from .expressions import DataValue, IntValue
+
+FLOAT64 = np.dtype(np.float64)
+
+
+# ---- building blocks ----------------------------------------------------------------------
+def map_ranges(shape):
+    return tuple((sp.Integer(0), n, ONE) for n in shape)
+
+
+def tasklet_body(ex, fn):
+    """(inputs, expression) of ``fn()``, with the reads it makes registered afresh."""
+    outer, ex.reads = ex.reads, {}
+    try:
+        expr = fn()
+    finally:
+        reads, ex.reads = ex.reads, outer
+    return tuple((conn, Memlet(d, s)) for (d, s), conn in reads.items()), expr
+
+
+def temporary(b, node, shape, prefix, name=None):
+    """A new float64 transient array; its sizes may only use the kernel's sizes."""
+    loose = set().union(*(sp.sympify(n).free_symbols for n in shape)) - set(b.kernel.symbols)
+    if loose:
+        names = ", ".join(sorted(map(str, loose)))
+        raise b.src.error(node, f"`{_short(node)}` needs a temporary of shape "
+                                f"{fmt_shape(shape)}, which depends on {names}; temporaries "
+                                "must have sizes known on entry: allocate it before the loop "
+                                "at its largest size and use a slice of it")
+    name = name or b.kernel.new_transient(prefix).name
+    c = Container(name, FLOAT64, tuple(shape), True)
+    b.kernel.containers[name] = c
+    return c
+
+
+def store(b, target, new, line):
+    """Regions setting every element ``p`` of the view ``target`` to ``new(p, old)``,
+    where ``old()`` reads the element's current value."""
+    view, shape = target.view, target.shape
+    name = view.container.name
+    params = b.state.fresh("m", len(shape))
+    written = view.element(params)
+
+    def old():
+        return b.ex._read(name, written)
+    inputs, body = tasklet_body(b.ex, lambda: new(params, old))
+    if _overlaps(name, written, inputs, params, shape):
+        tmp = temporary(b, None, view.container.shape, "__copy")   # shape: kernel sizes
+        b.ex.prelude += _node(Tasklet(inputs, ((Memlet(tmp.name, written), body),), line),
+                              params, shape, line)
+        inputs, body = tasklet_body(b.ex, lambda: b.ex._read(tmp.name, written))
+    return _node(Tasklet(inputs, ((Memlet(name, written), body),), line), params, shape, line)
+
+
+def _node(tasklet, params, shape, line):
+    node = MapScope(params, map_ranges(shape), (tasklet,), line) if params else tasklet
+    return [State((node,), f"line_{line}")]
+
+
+def _overlaps(name, written, inputs, params, shape):
+    loops = [LoopRegion(p, a, n, s, None) for p, (a, n, s) in zip(params, map_ranges(shape))]
+    return any(m.data == name and m.subset != written
+               and not _disjoint(written, m.subset, loops, params)
+               for _, m in inputs)
+
+
+def _disjoint(a, b, loops, params):
+    """Whether no iteration's ``a`` can equal another iteration's ``b``."""
+    return any(_apart(x, y, loops) or _other_parity(x, y, params) for x, y in zip(a, b))
+
+
+def _apart(x, y, loops):
+    lo_x, lo_y = minimum(x, loops), minimum(y, loops)
+    hi_x, hi_y = minimum(-x, loops), minimum(-y, loops)
+    if None in (lo_x, lo_y, hi_x, hi_y):
+        return False
+    return bool((lo_y + hi_x).is_positive) or bool((lo_x + hi_y).is_positive)
+
+
+def _other_parity(x, y, params):
+    """x = c + s*p and y = d + t*q never meet when gcd(s, t) does not divide c - d."""
+    sx, cx = _affine(x, params)
+    sy, cy = _affine(y, params)
+    if sx is None or sy is None:
+        return False
+    g = math.gcd(sx, sy)
+    d = sp.expand(cx - cy)
+    return g > 1 and d.is_Integer and int(d) % g != 0
+
+
+def _affine(x, params):
+    used = [p for p in params if p in x.free_symbols]
+    if len(used) > 1:
+        return None, None
+    if not used:
+        return 0, x
+    s = sp.diff(x, used[0])
+    if not s.is_Integer:
+        return None, None
+    return abs(int(s)), sp.expand(x - s * used[0])
+
+
+def fit(b, node, value, shape):
+    """``value`` broadcast to the target ``shape`` (NumPy's rules for assignment)."""
+    extra = value.rank - len(shape)
+    if extra > 0:
+        if any(n != ONE for n in value.shape[:extra]):
+            raise b.src.error(node, f"cannot assign an array of shape "
+                                    f"{fmt_shape(value.shape)} to a target of shape "
+                                    f"{fmt_shape(shape)}")
+        value = subscript(value, [("index", sp.Integer(0))] * extra +
+                          [("slice", sp.Integer(0), 1, n) for n in value.shape[extra:]])
+    for n, m in zip(shape[len(shape) - value.rank:], value.shape):
+        if m != ONE:
+            b.agree(node, n, m, shape, value.shape, "target and value")
+    return broadcast_to(value, shape)
+
+
+# ---- assignments ----------------------------------------------------------------------------
+def assign_subscript(b, stmt, target, value, op):
+    line = b.line(stmt)
+    items = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
+    if len(items) == 1 and b._is_mask(items[0]):
+        return _assign_mask(b, stmt, target, value, op)
+    dest = b.expr(target)
+    if dest.view is None:
+        raise b.src.error(target, f"cannot assign to `{ast.unparse(target)}`: it is a "
+                                  "computed value, not memory")
+    return _assign_view(b, stmt, dest, b.expr(value), op, line)
+
+
+def _assign_view(b, stmt, dest, value, op, line):
+    v = fit(b, stmt, value, dest.shape)
+
+    def new(p, old):
+        x = number(v.at(p))
+        return x if op is None else op(old(), x)
+    regions = store(b, dest, new, line)
+    return b.ex.prelude + regions
+
+
+def _assign_mask(b, stmt, target, value, op):
+    """``A[mask] = v`` / ``A[mask] op= v``: each element keeps its value where mask is false."""
+    dest = b.expr(target.value)
+    if dest.view is None:
+        raise b.src.error(target, f"cannot assign to `{ast.unparse(target)}`: "
+                                  f"`{ast.unparse(target.value)}` is not memory")
+    mask = b.expr(target.slice)
+    if not 0 < mask.rank <= dest.rank:
+        raise b.src.error(target, f"the mask of `{ast.unparse(target)}` has shape "
+                                  f"{fmt_shape(mask.shape)}, the array {fmt_shape(dest.shape)}")
+    for n, m in zip(dest.shape, mask.shape):
+        b.agree(target, n, m, dest.shape, mask.shape, "array and mask")
+    r = mask.rank                                    # a mask of rows selects whole rows
+    mask = remap(mask, dest.shape, lambda p: p[:r], keep_view=False)
+    if isinstance(value, ast.Subscript) and ast.dump(value.slice) == ast.dump(target.slice):
+        v = fit(b, stmt, b.expr(value.value), dest.shape)
+    else:
+        v = b.expr(value)
+        if v.rank:
+            raise b.src.error(value, "assign a single number to a masked selection "
+                                     f"(`{ast.unparse(target)} = 0.0`), the same mask of "
+                                     "another array (`A[m] = B[m]`), or use np.where")
+        v = broadcast_to(v, dest.shape)
+
+    def new(p, old):
+        x = number(v.at(p))
+        return sp.Piecewise((x if op is None else op(old(), x), truth(mask.at(p))),
+                            (old(), True))
+    regions = store(b, dest, new, b.line(stmt))
+    return b.ex.prelude + regions
+
+
+def assign_name(b, stmt, target, value, op):
+    """``x = array``, ``x op= array``: in place on arrays, new temporaries or views."""
+    name, binding = target.id, b.ex.scope.get(target.id)
+    if isinstance(binding, IntValue):
+        return None
+    if isinstance(binding, DataValue) and not binding.container.is_scalar:
+        dest = b.expr(target)
+        if op is None and isinstance(binding, ViewValue):
+            raise b.src.error(target, f"{name!r} is a view of {dest.view.container.name!r}; "
+                                      f"write {name}[...] = ... to update it, or bind the new "
+                                      "array to another name")
+        if op is None and not binding.container.transient:
+            raise b.src.error(target, f"cannot rebind the array argument {name!r}; write "
+                                      f"{name}[...] = ... to update it in place")
+        v = b.expr(value)
+        if op is None and isinstance(binding, MaskValue) != v.boolean:
+            raise b.src.error(target, f"{name!r} changes between a mask and numbers; use "
+                                      "another name")
+        return _assign_view(b, stmt, dest, v, op, b.line(stmt))
+    v = b.expr(value)
+    if not v.rank:
+        return None
+    return _bind_new(b, stmt, target, v, op, binding)
+
+
+def _bind_new(b, stmt, target, v, op, binding):
+    from .statements import RESULT
+    name = target.id
+    if name == RESULT:
+        raise b.src.error(stmt, f"a kernel returns a single number, and this is an array of "
+                                f"shape {fmt_shape(v.shape)}; reduce it (np.sum, ...)")
+    if op is not None or binding is not None:
+        raise b.src.error(target, f"{name!r} holds a single number before this line; use "
+                                  "another name for the array")
+    b.kernel._check_name(target, name)
+    if v.view is not None:
+        if b.state.assignments[name] > 1:
+            raise b.src.error(stmt, f"{name!r} is assigned more than once, and here it would "
+                                    f"be a view of {v.view.container.name!r}; write "
+                                    f"`{name} = {ast.unparse(stmt.value)}.copy()`")
+        b.kernel.containers.pop(name, None)
+        b.ex.scope[name] = ViewValue(name, v.view, v.shape, v.boolean,
+                                     tuple(getattr(b.kernel, "loops", ())))
+        return []
+    return _new_local(b, stmt, name, v)
+
+
+def _new_local(b, stmt, name, v):
+    c = temporary(b, stmt.value, v.shape, None, name)
+    b.ex.scope[name] = (MaskValue if v.boolean else DataValue)(c)
+    if v.empty:
+        return []
+    return _assign_view(b, stmt, b.container(c, v.boolean), v, None, b.line(stmt))
+
+
+def _short(node):
+    text = ast.unparse(node)
+    return text if len(text) <= 60 else text[:57] + "..."

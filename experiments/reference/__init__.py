@@ -1,0 +1,1 @@
+"""Hand-written references for the benchmarks (C through cffi, plain Python)."""

@@ -1,0 +1,46 @@
+"""The configuration schema: structured configs registered in Hydra's ConfigStore.
+
+``configs/`` holds the values (YAML), these dataclasses the types: every YAML file of a
+group extends its schema (``defaults: [/schema/<group>/<name>@_here_, _self_]``), so a
+misspelt key, in a file or on the command line, fails at once with Hydra's "Key '...' not
+in ..." message. Each model's schema is its ``Config`` dataclass (``schema/model/<name>``).
+"""
+import os
+import secrets
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import OmegaConf
+
+from .registry import discover, known_models, model_class
+from .schema import TASK_SCHEMAS, Config, DeviceConfig, EngineConfig
+
+
+# One id per process: run directories differ even for jobs started in the same second.
+RUN_ID = f"{os.getpid()}-{secrets.token_hex(2)}"
+
+
+def register_configs():
+    """Store every schema in Hydra's ConfigStore and the ``${run_id:}`` resolver."""
+    cs = ConfigStore.instance()
+    cs.store(name="config_schema", node=Config)
+    for name, schema in TASK_SCHEMAS.items():
+        cs.store(group="schema/task", name=name, node=schema)
+    cs.store(group="schema/device", name="cpu", node=DeviceConfig)
+    cs.store(group="schema/engine", name="engine", node=EngineConfig)
+    discover()
+    for name in known_models():
+        cs.store(group="schema/model", name=name, node=model_class(name).Config)
+    if not OmegaConf.has_resolver("run_id"):
+        OmegaConf.register_new_resolver("run_id", lambda: RUN_ID)
+
+
+CONFIG_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                          "configs")
+
+
+def compose(overrides=(), config_name="config"):
+    """The resolved config for ``overrides`` (as run.py would see it), without running."""
+    from hydra import compose as hydra_compose, initialize_config_dir
+    register_configs()
+    with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
+        return hydra_compose(config_name=config_name, overrides=list(overrides))

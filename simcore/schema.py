@@ -1,0 +1,106 @@
+"""The configuration schema: one dataclass per config group (types and defaults).
+
+``simcore.config`` registers them in Hydra's ConfigStore; model modules import
+``ObsConfig`` from here without pulling in Hydra.
+"""
+from dataclasses import dataclass, field
+from typing import Any, List, Optional
+
+from omegaconf import MISSING
+
+
+@dataclass
+class ObsConfig:
+    """Synthetic observations: every_k-th grid point, every_m-th step, noise sigma."""
+    every_k: int = 2
+    every_m: int = 1
+    sigma: float = 0.01
+    noise: bool = True
+
+
+@dataclass
+class EngineConfig:
+    """Engine settings (adjoint.options). None/0/"": the engine's own default."""
+    memory_budget: Optional[str] = None     # e.g. "512MiB": store vs recompute in reverse mode
+    threads: int = 0                        # 0: all cores (OMP_NUM_THREADS when > 0)
+    cache_dir: str = ""                     # "": $SIMCORE_CACHE_DIR or ~/.cache/simcore
+    cflags: Optional[List[str]] = None      # None: the engine default (-O3 -march=native ...)
+    compiler: Optional[str] = None          # None: $CC or cc
+
+
+@dataclass
+class DeviceConfig:
+    name: str = "cpu"
+
+
+@dataclass
+class ForwardConfig:
+    name: str = "forward"
+    output_every: int = 0                   # write the state every n steps; 0: first and last
+
+
+@dataclass
+class CalibrateConfig:
+    name: str = "calibrate"
+    max_iter: int = 200
+    ftol: float = 1e-12                     # scipy L-BFGS-B ftol (relative cost decrease)
+    gtol: float = 1e-8                      # scipy L-BFGS-B gtol (projected gradient)
+    memory: int = 30                        # L-BFGS-B maxcor: corrections kept
+    perturbation: float = 0.1               # relative std of the first guess around the truth
+    log_every: int = 1
+    plot: bool = True
+
+
+@dataclass
+class GradcheckConfig:
+    name: str = "gradcheck"
+    eps: float = 1e-2                       # first step, relative to the point's scale
+    halvings: int = 6                       # eps, eps/2, ... (at least 5)
+    slope_tol: float = 0.1                  # pass when |slope - 2| <= slope_tol
+    perturbation: float = 0.1               # check at the truth * (1 + perturbation * N(0,1))
+    dot_product: bool = True                # also the tangent/adjoint dot-product test
+    dot_tol: float = 1e-10                  # pass when the relative mismatch <= dot_tol
+    wrt: List[str] = field(default_factory=lambda: ["parameters", "initial_state"])
+
+
+@dataclass
+class Config:
+    model: Any = MISSING
+    task: Any = MISSING
+    device: DeviceConfig = field(default_factory=DeviceConfig)
+    engine: EngineConfig = field(default_factory=EngineConfig)
+    seed: int = 0
+
+
+TASK_SCHEMAS = {"forward": ForwardConfig, "calibrate": CalibrateConfig,
+                "gradcheck": GradcheckConfig}
+
+
+def unknown_keys(node, schema, prefix="") -> list:
+    """Keys of the config ``node`` that its ``schema`` dataclass does not declare.
+
+    Hydra rejects misspelt keys except ones forced in with ``+key=value``; tasks call
+    this so that those fail too instead of being silently ignored.
+    """
+    import dataclasses
+    declared = {f.name: f for f in dataclasses.fields(schema)}
+    out = []
+    for key in node:
+        if key not in declared:
+            out.append(prefix + str(key))
+            continue
+        sub = _dataclass_of(declared[key])
+        if sub is not None and hasattr(node[key], "keys"):
+            out += unknown_keys(node[key], sub, f"{prefix}{key}.")
+    return out
+
+
+def _dataclass_of(f):
+    import dataclasses
+    if dataclasses.is_dataclass(f.type):
+        return f.type
+    if f.default_factory is not dataclasses.MISSING:
+        value = f.default_factory()
+        if dataclasses.is_dataclass(value):
+            return type(value)
+    return None

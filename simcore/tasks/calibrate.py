@@ -1,0 +1,232 @@
+"""task=calibrate: a twin experiment, L-BFGS-B on J(p) with the engine's adjoint gradient.
+
+Truth from the model config, synthetic observations (``model.obs``), first guess = the
+model's background or the truth perturbed (``task.perturbation``), and
+
+    J(p) = 1/2 sum ((H(M(p)) - y) / sigma_o)^2 + J_b(p)     (simcore.twin, simcore.prior)
+
+minimised in the preconditioned control v = (p - p_b) / sigma_b with bounds from the
+parameters. Writes calibration.nc (per iteration), summary.json and cost.png.
+"""
+import logging
+
+import numpy as np
+import xarray as xr
+from scipy.optimize import minimize
+
+from ..io import pyplot, save_figure, write_json, write_netcdf
+from ..state import parameter_dataset
+from ..control import Control
+from ..twin import Observations, Twin
+
+log = logging.getLogger("simcore")
+
+
+def first_guess(model, perturbation: float) -> dict:
+    """Each parameter's background, or its truth * (1 + perturbation * N(0, 1)), in bounds."""
+    rng, out = model.rng(2), {}
+    for p in model.parameters():
+        if p.background is not None:
+            guess = p.background.copy()
+        else:
+            guess = p.value * (1.0 + perturbation * rng.standard_normal(p.value.shape))
+        if p.bounds is not None:
+            guess = np.clip(guess, *p.bounds)
+        out[p.name] = guess
+    return out
+
+
+class History:
+    """Cost, gradient norm and parameters at the first guess and after every iteration."""
+    COLUMNS = ("cost", "cost_obs", "cost_prior", "grad_norm", "evaluations")
+
+    def __init__(self):
+        self.columns = {c: [] for c in self.COLUMNS}
+        self.params, self.last = [], None
+
+    def add(self, J, parts, gnorm, evaluations, params):
+        for c, value in zip(self.COLUMNS, (J, parts["obs"], parts["prior"], gnorm, evaluations)):
+            self.columns[c].append(value)
+        self.params.append({k: v.copy() for k, v in params.items()})
+
+    def __getitem__(self, column) -> np.ndarray:
+        return np.array(self.columns[column])
+
+    def __len__(self):
+        return len(self.params)
+
+
+def calibrate(run) -> dict:
+    model, cfg = run.model, run.cfg.task
+    obs = Observations.from_config(run.cfg.model.obs)
+    guess = first_guess(model, float(cfg.perturbation))
+    twin = Twin(model, obs, background=guess)
+    control = Control(model.parameters(), guess)
+    log.info("calibrate: %d parameters from %d observations (obs.every_k=%d points, "
+             "obs.every_m=%d steps, sigma=%g, %s)", control.size, twin.n_obs, obs.every_k,
+             obs.every_m, obs.sigma, "noisy" if obs.noise else "noise-free")
+
+    cache, history = {}, History()
+
+    def evaluate(v):
+        params = control.unpack(v)
+        J, parts, grad, _ = twin.cost_and_grad(params)
+        cache.update(v=v.copy(), J=J, parts=parts, grad=grad, params=params,
+                     evaluations=cache.get("evaluations", 0) + 1)
+        return J, control.gradient(grad)
+
+    def record(v):
+        if not np.array_equal(v, cache["v"]):
+            evaluate(v)
+        gnorm = float(np.sqrt(sum(np.sum(g * g) for g in cache["grad"].values())))
+        history.add(cache["J"], cache["parts"], gnorm, cache["evaluations"], cache["params"])
+        history.last = v.copy()
+        it = len(history) - 1
+        if it % max(int(cfg.log_every), 1) == 0:
+            log.info("calibrate: iter %3d/%d  J=%.6e  (obs %.4e, prior %.4e)  "
+                     "|grad J|=%.3e  %s", it, cfg.max_iter, cache["J"], cache["parts"]["obs"],
+                     cache["parts"]["prior"], gnorm, describe(cache["params"], twin.truth))
+
+    v0 = np.zeros(control.size)
+    evaluate(v0)
+    record(v0)
+    res = minimize(evaluate, v0, jac=True, method="L-BFGS-B", bounds=control.bounds(),
+                   callback=lambda intermediate_result: record(intermediate_result.x),
+                   options={"maxiter": int(cfg.max_iter), "ftol": float(cfg.ftol),
+                            "gtol": float(cfg.gtol), "maxcor": int(cfg.memory),
+                            "maxfun": 20 * int(cfg.max_iter)})
+    final = control.unpack(res.x)
+    if not np.array_equal(res.x, history.last):
+        record(res.x)
+    log.info("calibrate: %s after %d iterations, %d evaluations of J and grad J (%s)",
+             "converged" if res.success else "NOT converged", res.nit,
+             history["evaluations"][-1], _message(res))
+
+    summary = _summary(run, twin, guess, final, history, res)
+    _write_history(run, twin, guess, history)
+    if cfg.plot:
+        _plots(run, twin, guess, final, history)
+    summary["wall_time_s"] = run.elapsed()
+    write_json(summary, run.path("summary.json"))
+    log.info("calibrate: relative error of the parameters %.3e (first guess %.3e); "
+             "2 J_obs = %.4g for %d observations; %.2f s", summary["relative_error"],
+             summary["relative_error_initial"], summary["chi2"], twin.n_obs,
+             summary["wall_time_s"])
+    return summary
+
+
+def relative_error(params, truth) -> float:
+    num = sum(float(np.sum((params[k] - truth[k]) ** 2)) for k in truth)
+    den = sum(float(np.sum(truth[k] ** 2)) for k in truth)
+    return float(np.sqrt(num / den)) if den > 0 else float(np.sqrt(num))
+
+
+def describe(params, truth, limit=9) -> str:
+    """Small parameters in full; fields as mean and relative error against the truth."""
+    parts = []
+    for k, v in params.items():
+        if v.size <= limit:
+            parts.append(f"{k}=" + np.array2string(v.ravel(), precision=5, separator=",",
+                                                    max_line_width=200))
+        else:
+            err = relative_error({k: v}, {k: truth[k]})
+            parts.append(f"{k}: mean={v.mean():.4g} rel.err={err:.3e}")
+    return "  ".join(parts)
+
+
+def _values(model, params, limit=64):
+    """JSON-friendly values: small parameters in full, fields as statistics."""
+    out = {}
+    for k, v in params.items():
+        if v.size <= limit:
+            out[k] = v.tolist()
+        else:
+            out[k] = {"shape": list(v.shape), "mean": float(v.mean()), "min": float(v.min()),
+                      "max": float(v.max()), "in": "calibration.nc"}
+    return out
+
+
+def _summary(run, twin, guess, final, history, res) -> dict:
+    truth, model = twin.truth, run.model
+    J_obs = float(history["cost_obs"][-1])
+    by_param = {k: {"initial": relative_error({k: guess[k]}, {k: truth[k]}),
+                    "final": relative_error({k: final[k]}, {k: truth[k]}),
+                    "rmse_final": float(np.sqrt(np.mean((final[k] - truth[k]) ** 2)))}
+                for k in truth}
+    return {**run.header(),
+            "params_true": _values(model, truth), "params_initial": _values(model, guess),
+            "params_final": _values(model, final),
+            "relative_error": relative_error(final, truth),
+            "relative_error_initial": relative_error(guess, truth),
+            "relative_error_by_parameter": by_param,
+            "cost_initial": history["cost"][0], "cost_final": history["cost"][-1],
+            "cost_obs_final": J_obs, "cost_prior_final": history["cost_prior"][-1],
+            "grad_norm_initial": history["grad_norm"][0],
+            "grad_norm_final": history["grad_norm"][-1],
+            "iterations": int(res.nit), "evaluations": int(history["evaluations"][-1]),
+            "converged": bool(res.success), "message": _message(res),
+            "n_obs": int(twin.n_obs), "n_params": int(sum(v.size for v in truth.values())),
+            "chi2": 2.0 * J_obs, "chi2_per_obs": 2.0 * J_obs / twin.n_obs,
+            "noise": bool(twin.obs.noise),
+            "outputs": ["calibration.nc", "summary.json"]
+            + (["cost.png"] if run.cfg.task.plot and pyplot() else [])}
+
+
+def _message(res):
+    m = res.message
+    return m.decode() if isinstance(m, bytes) else str(m)
+
+
+def _write_history(run, twin, guess, history):
+    model = run.model
+    it = np.arange(len(history))
+    dims = ("iteration",)
+    ds = xr.Dataset(
+        {"cost": (dims, history["cost"], {"units": "1", "long_name": "cost function J"}),
+         "cost_obs": (dims, history["cost_obs"], {"units": "1",
+                                                "long_name": "observation term of J"}),
+         "cost_prior": (dims, history["cost_prior"], {"units": "1",
+                                                  "long_name": "background term of J"}),
+         "grad_norm": (dims, history["grad_norm"], {"units": "1",
+                                                 "long_name": "norm of the gradient of J"}),
+         "evaluations": (dims, history["evaluations"].astype(np.int64),
+                         {"units": "1", "long_name": "cost evaluations so far"})},
+        coords={"iteration": ("iteration", it, {"units": "1",
+                                                "long_name": "L-BFGS-B iteration"})})
+    stacked = {k: np.stack([p[k] for p in history.params]) for k in guess}
+    ds = xr.merge([ds, parameter_dataset(model, stacked, leading=("iteration", it)),
+                   parameter_dataset(model, twin.truth, suffix="_true"),
+                   parameter_dataset(model, guess, suffix="_first_guess")])
+    write_netcdf(ds, run.path("calibration.nc"), run.attrs(f"{model.name}: calibration"))
+
+
+def _plots(run, twin, guess, final, history):
+    plt = pyplot()
+    if plt is None:
+        log.info("calibrate: matplotlib not installed; no plots")
+        return
+    fig, ax = plt.subplots(figsize=(6, 4))
+    it = np.arange(len(history))
+    ax.semilogy(it, history["cost"], "o-", label="J")
+    ax.semilogy(it, np.maximum(history["cost_obs"], 1e-300), "--", label="J_obs")
+    if np.any(history["cost_prior"] > 0):
+        ax.semilogy(it, history["cost_prior"], ":", label="J_b")
+    ax.set_xlabel("iteration")
+    ax.set_ylabel("cost")
+    ax.set_title(f"{run.model.name}: cost descent")
+    ax.legend()
+    fig.tight_layout()
+    save_figure(fig, run.path("cost.png"))
+    plt.close(fig)
+    for p in run.model.parameters():
+        if p.value.ndim == 2 and p.value.size > 9:
+            fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
+            lo, hi = p.value.min(), p.value.max()
+            for a, (label, v) in zip(axes, [("truth", twin.truth[p.name]),
+                                            ("first guess", guess[p.name]),
+                                            ("calibrated", final[p.name])]):
+                im = a.imshow(v, origin="lower", vmin=lo, vmax=hi)
+                a.set_title(f"{p.name} {label}")
+            fig.colorbar(im, ax=axes, label=p.units)
+            save_figure(fig, run.path(f"{p.name}.png"))
+            plt.close(fig)
