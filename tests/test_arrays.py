@@ -206,9 +206,19 @@ def scalar_needed(A: float64[N], B: float64[N]) -> float:
     return np.sum(A)
 
 
-SHAPE_ERRORS = [mismatched_slices, mismatched_operands, mismatched_axis_reduction,
+def view_after_its_loop(A: float64[N, M]) -> float:
+    s = 0.0
+    for i in range(N):
+        row = A[i]
+        row *= 2.0
+    for i in range(N):
+        s += np.sum(row)  # ERR
+    return s
+
+
+ARRAY_ERRORS = [mismatched_slices, mismatched_operands, mismatched_axis_reduction,
                 mismatched_mask, array_returned, mask_read, runtime_step, loop_sized_temporary,
-                view_rebound, argument_rebound, scalar_needed]
+                view_rebound, argument_rebound, scalar_needed, view_after_its_loop]
 
 
 def marker_line(func):
@@ -230,7 +240,7 @@ def call_args(func):
     return out
 
 
-@pytest.mark.parametrize("func", SHAPE_ERRORS, ids=lambda f: f.__name__)
+@pytest.mark.parametrize("func", ARRAY_ERRORS, ids=lambda f: f.__name__)
 def test_array_errors_name_the_line(func):
     with pytest.raises(KernelSyntaxError) as info:
         kernel(func)(*call_args(func))
@@ -274,6 +284,24 @@ def test_sizes_that_only_the_call_decides():
 
 
 # ------------------------------------------------------------ a few exact answers
+
+@kernel
+def relax(u: float64[N], f: float64[N], tol: float) -> float:
+    r = np.zeros_like(u)
+    r[1:-1] = f[1:-1] - (2.0 * u[1:-1] - u[:-2] - u[2:])
+    while np.max(np.abs(r)) > tol:
+        u[1:-1] += 0.4 * r[1:-1]
+        r[1:-1] = f[1:-1] - (2.0 * u[1:-1] - u[:-2] - u[2:])
+    return np.sum(u * u)
+
+
+def test_reductions_in_a_while_condition():
+    f = 0.1 * rng_for("relax").random(9)
+    want_u, got_u = np.zeros(9), np.zeros(9)
+    want = relax.py_func(want_u, f, 1e-6)
+    assert_close_scalar(relax(got_u, f, 1e-6), want, 1e-12, what="relax")
+    assert_arrays_close(got_u, want_u, 1e-12, what="relaxed u")
+
 
 @kernel
 def column_stats(A: float64[N, M], out: float64[4, M]) -> float:

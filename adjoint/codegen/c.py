@@ -103,6 +103,7 @@ class _Generator:
         self.index = CPrinter(self.names, index=True)
         self.shapes = {c.name: c for c in layout.containers}
         self.lines, self.depth = [], 0
+        self.loop_vars = []
 
     def emit(self, line):
         self.lines.append("    " * self.depth + line)
@@ -217,7 +218,9 @@ class _Generator:
             for e in region.elements:
                 self.region(e)
         elif isinstance(region, LoopRegion):
+            self.loop_vars.append(region.var)
             self._loop(region)
+            self.loop_vars.pop()
         elif isinstance(region, ConditionalRegion):
             for k, (cond, body) in enumerate(region.branches):
                 if cond is None:
@@ -301,8 +304,10 @@ class _Generator:
         elif isinstance(node, MapScope):
             for p, (a, b, s) in zip(node.params, node.ranges):
                 self._open_loop(LoopRegion(p, a, b, s, None))
+            self.loop_vars += list(node.params)
             for inner in node.body:
                 self.node(inner)
+            del self.loop_vars[-len(node.params):]
             for _ in node.params:
                 self.close()
         elif isinstance(node, Push):
@@ -316,6 +321,11 @@ class _Generator:
         self.open("")
         for conn, m in t.inputs:
             self.emit(f"const double {c_name(conn, self.names)} = {self.access(m)};")
+        # Neighbours along the innermost loop of an element being written (a recurrence
+        # such as Gauss-Seidel's A[i, j-1]) are added last, so that only the last
+        # additions wait on the previous iteration.
+        self.value.late = {c for c, m in t.inputs
+                           if any(_neighbour(m, o, self.loop_vars[-1:]) for o, _ in t.outputs)}
         exprs = [e for _, e in t.outputs]
         temps, exprs = sp.cse(exprs, symbols=sp.numbered_symbols("__t", real=True))
         for sym, e in temps:
@@ -323,12 +333,26 @@ class _Generator:
         for (m, _), e in zip(t.outputs, exprs):
             op = "+=" if m.wcr == "sum" else "="
             self.emit(f"{self.access(m)} {op} {self.value.doprint(e)};")
+        self.value.late = set()
         self.close()
 
     def access(self, memlet):
         c = self.shapes[memlet.data]
         flat = sum((i * s for i, s in zip(memlet.subset, c.strides())), sp.Integer(0))
         return f"v_{c.name}[{self.index.doprint(flat)}]"
+
+
+def _neighbour(read, write, innermost):
+    """Whether ``read`` is ``write``'s element shifted by a constant along the innermost
+    loop variable only."""
+    if read.data != write.data or not innermost or read.subset == write.subset:
+        return False
+    v = innermost[0]
+    for r, w in zip(read.subset, write.subset):
+        d = sp.expand(r - w)
+        if d != 0 and not (d.is_Integer and v in w.free_symbols):
+            return False
+    return True
 
 
 def _leaves(node):

@@ -13,6 +13,7 @@ class CPrinter(C99CodePrinter):
     def __init__(self, names, index=False):
         super().__init__({"strict": False})
         self.names, self.index = names, index
+        self.late = set()       # connectors whose terms go last in a sum (recurrences)
         self._index_printer = self if index else CPrinter(names, index=True)
 
     def _print(self, expr, **kwargs):
@@ -20,6 +21,21 @@ class CPrinter(C99CodePrinter):
                 and not expr.is_Number and expr.free_symbols):
             return f"((double)({self._index_printer.doprint(expr)}))"
         return super()._print(expr, **kwargs)
+
+    def _print_Add(self, expr, order=None):
+        if not self.late:
+            return super()._print_Add(expr, order)
+        terms = self._as_ordered_terms(expr, order=order)
+        early = [a for a in terms if not (a.free_symbols & self.late)]
+        late = [a for a in terms if a.free_symbols & self.late]
+        if not late or not early:
+            return super()._print_Add(expr, order)
+        out = self._print(sp.Add(*early, evaluate=False)) if len(early) > 1 else \
+            self._print(early[0])
+        for a in late:
+            printed = self._print(a)
+            out += f" - {printed[1:]}" if printed.startswith("-") else f" + {printed}"
+        return out
 
     def _print_Symbol(self, expr):
         return c_name(expr, self.names)
