@@ -88,7 +88,8 @@ class Specialization:
         self.forward, self.sdfg = forward, forward.sdfg
         self._backward, self._tangent, self._sizes = {}, {}, {}
         self.plans, self.last_sweep = {}, None
-        self.floating = [a.name for a in self.sdfg.arguments if a.kind in ("array", "float")]
+        self.floating = [a.name for a in self.sdfg.arguments
+                         if a.kind == "float" or (a.kind == "array" and a.dtype.kind == "f")]
         written = {m.data for node in _tasklet_outputs(self.sdfg) for m in node}
         self.written_arrays = [a.name for a in self.sdfg.arguments
                                if a.kind == "array" and a.name in written]
@@ -125,7 +126,8 @@ class Specialization:
         status, _ = module.check(syms)
         if status:
             check = self.forward.checks[status - 1]
-            sizes = ", ".join(f"{s}={v}" for s, v in zip(self.sdfg.symbols, syms[:-2]))
+            sizes = ", ".join(f"{s}={v}" for s, v in zip(self.sdfg.symbols, syms[:-2])
+                              if not s.name.startswith("__"))
             raise BoundsError(f"{self.sdfg.filename}:{check.line}: {check.message} "
                               f"(at {sizes})")
         return module.call(entry, syms, buffers, tape, position)

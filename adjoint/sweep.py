@@ -238,7 +238,7 @@ class Sweep:
     def _cotangents(self):
         out = {}
         for a in self.spec.sdfg.arguments:
-            if a.kind == "int":
+            if a.name not in self.spec.floating:
                 continue
             g = self.adjoints.get(adjoint_name(a.name))
             value = self.state[a.name]

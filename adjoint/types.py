@@ -28,7 +28,8 @@ class ArrayType:
 
 @dataclass(frozen=True)
 class DType:
-    """``float64`` / ``float32``: index it with sizes to declare an array type."""
+    """``float64`` / ``float32`` / ``int64`` / ``int32``: index it with sizes to declare
+    an array type."""
     dtype: np.dtype
 
     def __getitem__(self, sizes):
@@ -46,3 +47,5 @@ class DType:
 
 float64 = DType(np.dtype(np.float64))
 float32 = DType(np.dtype(np.float32))
+int64 = DType(np.dtype(np.int64))      # index arrays: read-only, never differentiated
+int32 = DType(np.dtype(np.int32))

@@ -20,6 +20,7 @@ from ..analysis.activity import active_containers, written_containers
 from ..sdfg.nodes import (SDFG, ConditionalRegion, Container, Guard, LoopRegion, MapScope,
                           Memlet, Pop, Push, Sequence, State, Tasklet, condition_containers,
                           tasklets, walk)
+from ..codegen.c import counted_loop
 from .partials import partial
 
 G = sp.Symbol("__g", real=True)
@@ -101,10 +102,10 @@ def _partition(body):
 
 def _checkpointable(loop):
     """A counted loop without while loops inside: it can be checkpointed by iterations."""
-    if loop.exit is not None or loop.stop is None:
+    if loop.exit is not None or not counted_loop(loop):
         return False
-    return not any(isinstance(r, LoopRegion) and r.stop is None
-                   for _, context in walk(loop.body) for r in context)
+    return all(counted_loop(r) for _, context in walk(loop.body) for r in context
+               if isinstance(r, LoopRegion))
 
 
 def _segmented(part):
@@ -232,7 +233,7 @@ class _Reverser:
             if m.data not in self.active:
                 continue
             d = partial(expr, conn)
-            for s in d.free_symbols & conns.keys():
+            for s in sorted(d.free_symbols & conns.keys(), key=str):   # stable C source
                 inputs[s] = conns[s]
             if m.data == out.data and m.subset == out.subset:
                 self_coeff += d

@@ -2,6 +2,8 @@
 import sympy as sp
 from sympy.printing.c import C99CodePrinter
 
+from ..sdfg.nodes import index_loads
+
 
 class CPrinter(C99CodePrinter):
     """Prints tasklet bodies (``index=False``) and index arithmetic (``index=True``).
@@ -10,11 +12,11 @@ class CPrinter(C99CodePrinter):
     other integer symbols are loop variables, real symbols are tasklet connectors.
     """
 
-    def __init__(self, names, index=False):
+    def __init__(self, names, index=False, load=None):
         super().__init__({"strict": False})
-        self.names, self.index = names, index
+        self.names, self.index, self.load = names, index, load
         self.late = set()       # connectors whose terms go last in a sum (recurrences)
-        self._index_printer = self if index else CPrinter(names, index=True)
+        self._index_printer = self if index else CPrinter(names, index=True, load=load)
 
     def _print(self, expr, **kwargs):
         if (not self.index and isinstance(expr, sp.Expr) and expr.is_integer
@@ -36,6 +38,12 @@ class CPrinter(C99CodePrinter):
             printed = self._print(a)
             out += f" - {printed[1:]}" if printed.startswith("-") else f" + {printed}"
         return out
+
+    def _print_Function(self, expr):
+        loads = index_loads(expr)
+        if loads and loads[0][1] == expr:           # an element of an integer array
+            return self.load(loads[0][0], expr.args)
+        return super()._print_Function(expr)
 
     def _print_Symbol(self, expr):
         return c_name(expr, self.names)

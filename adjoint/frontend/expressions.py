@@ -7,6 +7,7 @@ import numpy as np
 import sympy as sp
 
 from ..sdfg import Container
+from ..sdfg.nodes import index_load
 from .functions import floordiv, python_mod
 
 # Scalar functions by the name they have in `math` or `numpy`.
@@ -133,8 +134,11 @@ class ExpressionBuilder:
                 raise self.src.error(node, f"{ast.unparse(node)}: {container.name} has "
                                            f"{len(container.shape)} dimensions")
             return container.shape[k]
-        raise self.src.error(node, f"{what} cannot read array elements (`{ast.unparse(node)}`): "
-                                   "data-dependent indices are not supported")
+        container = self._array(node.value)
+        if container.dtype.kind != "i":
+            raise self.src.error(node, f"{what} cannot use floating-point data "
+                                       f"(`{ast.unparse(node)}`); index with an integer array")
+        return index_load(container.name, self._subset(container, node))
 
     def _index_Call(self, node, what):
         name = self._builtin_name(node.func)

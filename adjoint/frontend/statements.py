@@ -6,7 +6,8 @@ import sympy as sp
 
 from ..sdfg import (SDFG, Argument, ConditionalRegion, Container, LoopRegion, Memlet,
                     Sequence, State, Tasklet)
-from ..sdfg.nodes import flag_symbol
+from ..errors import KernelSyntaxError
+from ..sdfg.nodes import flag_symbol, tasklets, value_range
 from ..types import ArrayType
 from .arrays import ArrayState
 from .arrays import assign as assign_arrays
@@ -63,6 +64,9 @@ class KernelBuilder(LoopLowering):
                 continue
             self.containers[name] = c
             self.scope[name] = DataValue(c)
+        for c in list(self.containers.values()):
+            if c.dtype.kind == "i":       # index arrays: their value range, for bounds checks
+                self.symbols += list(value_range(c.name))
 
     def _check_name(self, node, name):
         if name.startswith("__") or not name.isascii():
@@ -78,9 +82,18 @@ class KernelBuilder(LoopLowering):
     # ---- statements -----------------------------------------------------------------
     def build(self) -> SDFG:
         body = self.block(self.src.tree.body, top=True)
+        self._check_integer_arrays_are_read_only(body)
         return SDFG(self.name, tuple(self.arguments), dict(self.containers),
                     tuple(self.symbols), body, self.result, self.src.filename,
                     tuple(self.arrays.assumptions))
+
+    def _check_integer_arrays_are_read_only(self, body):
+        for t, _, _ in tasklets(body):
+            for m, _ in t.outputs:
+                if self.containers[m.data].dtype.kind == "i":
+                    raise KernelSyntaxError(f"integer array {m.data!r} is written; index "
+                                            "arrays are read-only in kernels",
+                                            self.src.filename, t.line, 1)
 
     def block(self, stmts, top=False):
         elements = []

@@ -3,6 +3,7 @@ import numpy as np
 import sympy as sp
 
 from ..errors import ArgumentError
+from ..sdfg.nodes import value_range
 
 
 def bind(sdfg, args):
@@ -60,6 +61,10 @@ def _array(sdfg, p, v, env, source):
     for size, actual in zip(p.shape, v.shape):
         if isinstance(size, sp.Symbol):
             _bind_symbol(sdfg, size.name, actual, env, source, p.name, size)
+    if v.dtype.kind == "i":             # the value range bounds every index it provides
+        low, high = value_range(p.name)
+        env[low], env[high] = (int(v.min()), int(v.max())) if v.size else (0, -1)
+        source[low] = source[high] = p.name
     return v
 
 

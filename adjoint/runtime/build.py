@@ -1,11 +1,21 @@
 """Compile C into a shared library, cached by content and safe under concurrent jobs.
 
-Key = sha256(source, compiler identity, flags, host CPU, engine version). The
-library is compiled under a temporary name and ``os.replace``d into place while
-holding an exclusive lock on the key, so many processes asking for the same
-kernel compile it once and all load a complete file.
+Key = sha256(source, compiler identity, flags, host CPU, engine version); the host CPU
+counts only when a flag says ``native`` (``-march=native``), so portable flags let a
+login node fill the cache for compute nodes of another CPU. The library is compiled
+under a temporary name and ``os.replace``d into place while holding an exclusive lock
+on the key, so many processes asking for the same kernel compile it once and all load
+a complete file (where the file system has no ``flock``, each compiles its own copy
+and the rename still keeps every load complete).
+
+Shared file systems: the cache folder is created mode 0700; one that other users can
+write to (or that another user owns) is not trusted with code that will be loaded:
+the cache goes into a private ``<folder>/<user>-<uid>`` inside it instead. A node with
+no compiler looks modules up with the compiler identity recorded by the node that
+filled the cache (``task=compile``), and only fails when a module is missing.
 """
 import contextlib
+import errno
 import fcntl
 import functools
 import hashlib
@@ -27,18 +37,76 @@ log = logging.getLogger("adjoint.runtime")
 def cache_dir() -> Path:
     path = Path(options.cache_dir or os.environ.get("SIMCORE_CACHE_DIR") or
                 Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "simcore")
+    path = path.expanduser()
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    return path
+    if _trusted(path):
+        return path
+    private = path / f"{_user()}-{os.getuid()}"
+    private.mkdir(mode=0o700, exist_ok=True)
+    if not _trusted(private):
+        raise CompileError(f"compile cache {private} is writable by other users or not "
+                           f"yours; remove it, or set SIMCORE_CACHE_DIR / engine.cache_dir to "
+                           "a folder only you can write to")
+    _note_once(f"compile cache {path} is writable by other users; using {private}")
+    return private
+
+
+def _trusted(path) -> bool:
+    """Owned by this user and writable by nobody else (other users could plant code)."""
+    st = path.stat()
+    return st.st_uid == os.getuid() and not st.st_mode & 0o022
+
+
+def _user():
+    import getpass
+    try:
+        return "".join(c for c in getpass.getuser() if c.isalnum() or c in "-_.") or "user"
+    except (KeyError, OSError):
+        return "user"
 
 
 @functools.lru_cache(maxsize=None)
+def _note_once(message):
+    log.info(message)
+
+
 def _compiler_identity(compiler):
+    try:
+        return _run_version(compiler)
+    except CompileError:
+        recorded = _recorded_identity(compiler)
+        if recorded is None:
+            raise
+        _note_once(f"C compiler {compiler!r} not found here; looking kernels up as compiled "
+                   f"by {recorded!r} (recorded in the cache)")
+        return recorded
+
+
+@functools.lru_cache(maxsize=None)
+def _run_version(compiler):
     try:
         out = subprocess.run([compiler, "--version"], capture_output=True, text=True, check=True)
     except (OSError, subprocess.CalledProcessError) as exc:
         raise CompileError(f"C compiler {compiler!r} not usable ({exc}); install gcc or set CC "
-                           "/ engine.compiler") from None
+                           "/ engine.compiler, or fill the cache with task=compile on a node "
+                           "that has one") from None
     return out.stdout.splitlines()[0] if out.stdout else compiler
+
+
+def _identity_file(compiler):
+    return cache_dir() / f"compiler-{hashlib.sha256(compiler.encode()).hexdigest()[:12]}.txt"
+
+
+def _recorded_identity(compiler):
+    try:
+        return _identity_file(compiler).read_text().strip() or None
+    except OSError:
+        return None
+
+
+def _record_identity(compiler, identity):
+    if _recorded_identity(compiler) != identity:
+        _write_atomic(_identity_file(compiler), identity + "\n")
 
 
 @functools.lru_cache(maxsize=None)
@@ -52,8 +120,9 @@ def _host():
 
 
 def module_key(source, compiler, flags):
+    host = _host() if any("native" in f for f in flags) else platform.machine()
     h = hashlib.sha256()
-    for part in (source, _compiler_identity(compiler), " ".join(flags), _host(), ENGINE_VERSION):
+    for part in (source, _compiler_identity(compiler), " ".join(flags), host, ENGINE_VERSION):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()[:32]
@@ -75,14 +144,26 @@ def build_module(source: str, name: str = "kernel") -> Path:
     return target
 
 
+_NO_LOCKS = (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL, errno.EBADF)
+
+
 @contextlib.contextmanager
 def _locked(path):
     with open(path, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            locked = True
+        except OSError as exc:
+            if exc.errno not in _NO_LOCKS:
+                raise
+            _note_once(f"no file locks on {path.parent} ({exc.strerror}); concurrent jobs "
+                       "may each compile a module (the rename keeps every load complete)")
+            locked = False
         try:
             yield
         finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            if locked:
+                fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _compile(source, compiler, flags, directory, key, target, name):
@@ -92,13 +173,20 @@ def _compile(source, compiler, flags, directory, key, target, name):
     fd, tmp = tempfile.mkstemp(suffix=".so", dir=directory)
     os.close(fd)
     cmd = [compiler, *flags, "-shared", "-fPIC", str(c_file), "-o", tmp, "-lm"]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+    except OSError as exc:
+        os.unlink(tmp)
+        raise CompileError(f"{name} is not in the compile cache {directory} and the C compiler "
+                           f"{compiler!r} cannot run here ({exc}); fill the cache with "
+                           "task=compile (same engine settings) where a compiler is") from None
     if proc.returncode != 0:
         os.unlink(tmp)
         raise CompileError(f"compiling {name} failed ({' '.join(cmd)}):\n{proc.stderr[-4000:]}\n"
                            f"the generated source is {c_file}")
     os.chmod(tmp, 0o755)
     os.replace(tmp, target)
+    _record_identity(compiler, _compiler_identity(compiler))
     log.info("%s: compiled in %.2f s (%s)", name, time.perf_counter() - start, target.name)
 
 

@@ -5,11 +5,13 @@ Index expressions and tasklet bodies are sympy expressions.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
 import numpy as np
 import sympy as sp
+from sympy.core.function import AppliedUndef
 
 
 @dataclass(frozen=True)
@@ -131,6 +133,32 @@ class LoopRegion:
     exit: Optional[sp.Basic] = None
     tape_trips: bool = False
     segment: bool = False   # run only iterations [__k0, __k1) of the range (checkpointing)
+
+
+LOAD = "__load_"
+
+
+def index_load(container_name, subset):
+    """An element of an integer array used inside an index (``A[idx[i]]``): an integer
+    sympy function named after the container, applied to the element's subset."""
+    return sp.Function(LOAD + container_name, integer=True)(*subset)
+
+
+def index_loads(expr):
+    """(container name, load) for every integer-array element ``expr`` reads."""
+    return [(f.func.__name__[len(LOAD):], f) for f in sp.sympify(expr).atoms(AppliedUndef)
+            if f.func.__name__.startswith(LOAD)]
+
+
+def readable(text):
+    """Engine names in messages as the user wrote them: ``idx[i]`` for index loads."""
+    return re.sub(LOAD + r"(\w+)\(([^()]*)\)", r"\1[\2]", str(text))
+
+
+def value_range(container_name):
+    """Symbols holding the smallest and largest value of an integer array for a call."""
+    return (sp.Symbol(f"__min_{container_name}", integer=True),
+            sp.Symbol(f"__max_{container_name}", integer=True))
 
 
 def flag_symbol(container_name):

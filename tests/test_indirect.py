@@ -1,0 +1,113 @@
+"""Indirect indexing with integer arrays: gathers, scatter-adds, CSR loops."""
+import numpy as np
+import pytest
+import scipy.sparse as sps
+
+from adjoint import (BoundsError, KernelSyntaxError, float64, grad, int64, jvp, kernel, symbol,
+                     vjp)
+
+N, M, NNZ = symbol("N"), symbol("M"), symbol("NNZ")
+
+
+@kernel
+def spmv(rowptr: int64[M], col: int64[NNZ], val: float64[NNZ], x: float64[N],
+         y: float64[N]) -> float:
+    for i in range(N):
+        s = 0.0
+        for k in range(rowptr[i], rowptr[i + 1]):
+            s += val[k] * x[col[k]]
+        y[i] = np.tanh(s)
+    return np.sum(y * y)
+
+
+@kernel
+def scatter_add(idx: int64[M], v: float64[M], B: float64[N]) -> float:
+    for i in range(M):
+        B[idx[i]] += v[i] * v[i]
+    return np.sum(B * B)
+
+
+@kernel
+def gather_unannotated(idx, x, out):
+    for i in range(idx.shape[0]):
+        out[i] = x[idx[i] + 1] * x[idx[i]]
+    return np.sum(out)
+
+
+def _csr(n=9, seed=1):
+    A = sps.random(n, n, density=0.35, random_state=seed, format="csr")
+    return A.indptr.astype(np.int64), A.indices.astype(np.int64), A.data.copy()
+
+
+def _fd(k, args, index, d, h=1e-5):
+    """Central difference along d, perturbing only the floating arguments."""
+    def f(step):
+        a = [x.copy() for x in args]
+        for n, dn in d.items():
+            a[index[n]] = a[index[n]] + step * dn
+        return k.py_func(*a)
+    return (f(h) - f(-h)) / (2 * h)
+
+
+def _check(k, args, wrt):
+    names = list(k.__wrapped__.__code__.co_varnames[:len(args)])
+    index = {n: i for i, n in enumerate(names)}
+    ref = k.py_func(*[a.copy() for a in args])
+    assert k(*[a.copy() for a in args]) == pytest.approx(ref, rel=1e-13)
+    grads = grad(k, wrt=wrt)(*args)
+    rng = np.random.default_rng(3)
+    d = {n: rng.standard_normal(args[index[n]].shape) for n in wrt}
+    want = _fd(k, args, index, d)
+    got = sum(float(np.sum(g * d[n])) for n, g in zip(wrt, grads))
+    assert got == pytest.approx(want, rel=1e-7)
+    _, dots = jvp(k, args, d)
+    assert dots["return"] == pytest.approx(got, rel=1e-10)
+
+
+def test_csr_matrix_vector_product():
+    rowptr, col, val = _csr()
+    x = np.random.default_rng(0).standard_normal(9)
+    y = np.zeros(9)
+    _check(spmv, (rowptr, col, val, x, y), ("val", "x"))
+    A = sps.csr_matrix((val, col, rowptr), shape=(9, 9))
+    y = np.zeros(9)
+    spmv(rowptr, col, val, x, y)
+    np.testing.assert_allclose(y, np.tanh(A @ x), rtol=1e-14)
+
+
+def test_scatter_add_with_repeated_indices():
+    idx = np.array([0, 3, 3, 1, 6, 3], dtype=np.int64)
+    rng = np.random.default_rng(1)
+    _check(scatter_add, (idx, rng.standard_normal(6), rng.standard_normal(7)), ("v", "B"))
+
+
+def test_gather_from_unannotated_integer_arrays():
+    idx = np.array([4, 0, 2, 2], dtype=np.int64)
+    rng = np.random.default_rng(2)
+    _check(gather_unannotated, (idx, rng.standard_normal(6), np.zeros(4)), ("x", "out"))
+
+
+def test_index_arrays_get_no_cotangent():
+    rowptr, col, val = _csr()
+    _, pullback = vjp(spmv, rowptr, col, val, np.ones(9), np.zeros(9))
+    assert set(pullback({"return": 1.0})) == {"val", "x", "y"}
+
+
+def test_out_of_range_index_values_raise_before_running():
+    rng = np.random.default_rng(4)
+    B = rng.standard_normal(7)
+    with pytest.raises(BoundsError, match=r"B\[idx\[i\]\]: index idx\[i\] can reach the size N"):
+        scatter_add(np.array([0, 9, 1], dtype=np.int64), np.ones(3), B)
+    with pytest.raises(BoundsError, match="can be negative"):
+        scatter_add(np.array([0, -1, 1], dtype=np.int64), np.ones(3), B)
+    with pytest.raises(BoundsError, match=r"rowptr\[i \+ 1\]"):
+        spmv(np.array([0, 1, 2]), np.array([0, 1]), np.ones(2), np.ones(3), np.zeros(3))
+
+
+def test_writing_an_index_array_is_rejected():
+    def bad(idx: int64[N], x: float64[N]) -> float:
+        for i in range(N):
+            idx[i] = 0
+        return np.sum(x)
+    with pytest.raises(KernelSyntaxError, match="read-only"):
+        kernel(bad)(np.zeros(3, dtype=np.int64), np.ones(3))
