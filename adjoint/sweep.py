@@ -43,13 +43,13 @@ class Sweep:
         self.spec, self.bwd, self.reusable = spec, bwd, reusable
         self.adj = bwd.adjoint
         self.containers = bwd.layout.containers
-        self.syms = bind(spec.sdfg, args)[0]
+        self.syms, self.arguments = bind(spec.sdfg, args)
         _, counts = bwd.module.check(self.syms)
         self.counts = counts.reshape(-1, COUNTS)
         self.ledger = Ledger()
         self.hints = {}
         self.primal = {c.name for c in spec.forward.layout.containers}
-        self._start(args)
+        self._start()
         self.adjoints = {c.name: self.ledger.take(spec.zeros(c, self.syms))
                          for c in self.containers if c.name not in self.primal}
         runs_forward = run_forward or self.adj.needs_forward
@@ -63,10 +63,10 @@ class Sweep:
                     break
                 except _TapeOverflow as overflow:
                     self._grow(overflow.region)
-                    self._start(args)
+                    self._start()
 
     # ---- setup -------------------------------------------------------------------------
-    def _start(self, args):
+    def _start(self):
         """Fresh buffers with the arguments' values; the caller's arrays are never written."""
         for array in getattr(self, "_owned", ()):
             self.ledger.give(array)
@@ -75,13 +75,13 @@ class Sweep:
         for saved in getattr(self, "snapshots", {}).values():
             self._drop(saved)
         spec = self.spec
-        _, values = bind(spec.sdfg, args)
+        values = dict(self.arguments)
         self._owned = []
         for name in spec.written_arrays:
             values[name] = self._own(values[name].copy())
         for a in spec.sdfg.arguments:
             if a.kind == "float":
-                self._own(values[a.name])
+                values[a.name] = self._own(values[a.name].copy())
         self.state = {c.name: values[c.name] if c.name in values
                       else self._own(spec.zeros(c, self.syms))
                       for c in self.containers if c.name in self.primal}

@@ -19,6 +19,24 @@ from .schema import TASK_SCHEMAS, Config, DeviceConfig, EngineConfig
 RUN_ID = f"{os.getpid()}-{secrets.token_hex(2)}"
 
 
+def slurm_suffix(environ=None) -> str:
+    """``_j<job>`` inside a Slurm job, ``_j<array job>_<task>`` in an array task, else "".
+
+    Read when a run directory is named (in the job's own process, also for jobs the
+    submitit launcher starts), so every job and array task has its ids in its path.
+    A multi-task step (``srun -n 4``) adds ``.<rank>``."""
+    env = os.environ if environ is None else environ
+    if env.get("SLURM_ARRAY_JOB_ID") and env.get("SLURM_ARRAY_TASK_ID"):
+        tag = f"_j{env['SLURM_ARRAY_JOB_ID']}_{env['SLURM_ARRAY_TASK_ID']}"
+    elif env.get("SLURM_JOB_ID"):
+        tag = f"_j{env['SLURM_JOB_ID']}"
+    else:
+        return ""
+    if int(env.get("SLURM_NTASKS", "1") or 1) > 1 and env.get("SLURM_PROCID"):
+        tag += f".{env['SLURM_PROCID']}"
+    return tag
+
+
 def register_configs():
     """Store every schema in Hydra's ConfigStore and the ``${run_id:}`` resolver."""
     cs = ConfigStore.instance()
@@ -32,6 +50,8 @@ def register_configs():
         cs.store(group="schema/model", name=name, node=model_class(name).Config)
     if not OmegaConf.has_resolver("run_id"):
         OmegaConf.register_new_resolver("run_id", lambda: RUN_ID)
+    if not OmegaConf.has_resolver("slurm_suffix"):
+        OmegaConf.register_new_resolver("slurm_suffix", lambda: slurm_suffix())
 
 
 CONFIG_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),

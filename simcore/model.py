@@ -140,6 +140,19 @@ class Model:
     def time(self) -> TimeAxis:
         return TimeAxis()
 
+    def periodic(self) -> tuple:
+        """Names of the periodic dimensions (a ring: lorenz96's x). Data assimilation
+        measures correlation distances and interpolates around them."""
+        return ()
+
+    def background_error(self) -> tuple:
+        """(std, correlation length in grid points) of the background error B that
+        task=assimilate assumes unless ``task.b_std``/``task.b_length`` are set. The
+        default: a tenth of the initial state's RMS, correlated over 2 grid points."""
+        x = np.concatenate([np.ravel(a) for a in self.initial_state().values()])
+        rms = float(np.sqrt(np.mean(x * x))) if x.size else 0.0
+        return (0.1 * rms if rms > 0 else 1.0), 2.0
+
     @property
     def steps(self) -> int:
         """Total number of kernel steps of one run (the model config's ``steps``)."""

@@ -64,16 +64,27 @@ class GradcheckConfig:
 
 
 @dataclass
+class CompileConfig:
+    name: str = "compile"
+    # build the kernels these tasks use (forward; vjp: the adjoint; jvp: tangent-linear)
+    tasks: List[str] = field(default_factory=lambda: ["forward", "calibrate", "gradcheck",
+                                                      "assimilate"])
+
+
+@dataclass
 class Config:
     model: Any = MISSING
     task: Any = MISSING
     device: DeviceConfig = field(default_factory=DeviceConfig)
     engine: EngineConfig = field(default_factory=EngineConfig)
     seed: int = 0
+    resume: bool = False                    # continue from this config's checkpoint, if any
+    checkpoint_dir: str = "checkpoints"     # where resumable tasks keep their state
 
 
 TASK_SCHEMAS = {"forward": ForwardConfig, "calibrate": CalibrateConfig,
                 "gradcheck": GradcheckConfig}
+TASK_SCHEMAS["compile"] = CompileConfig
 
 
 def unknown_keys(node, schema, prefix="") -> list:

@@ -81,7 +81,12 @@ def _bind_symbol(sdfg, name, value, env, source, arg, symbol=None):
 
 def _check_shape(p, v, env, source):
     for k, (size, actual) in enumerate(zip(p.shape, v.shape)):
-        expected = size.subs(env)
+        if size.is_Symbol and size in env:
+            if env[size] == actual:
+                continue
+            expected = sp.Integer(env[size])
+        else:
+            expected = size if size.is_Integer else size.subs(env)
         if expected.free_symbols:
             continue
         if int(expected) != actual:

@@ -48,9 +48,11 @@ class Run:
 
 def tasks() -> dict:
     from .calibrate import calibrate
+    from .compile import compile_kernels
     from .forward import forward
     from .gradcheck import gradcheck
-    return {"forward": forward, "calibrate": calibrate, "gradcheck": gradcheck}
+    return {"forward": forward, "calibrate": calibrate, "gradcheck": gradcheck,
+            "compile": compile_kernels}
 
 
 def check_keys(cfg):

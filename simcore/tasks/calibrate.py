@@ -7,6 +7,13 @@ model's background or the truth perturbed (``task.perturbation``), and
 
 minimised in the preconditioned control v = (p - p_b) / sigma_b with bounds from the
 parameters. Writes calibration.nc (per iteration), summary.json and cost.png.
+
+Resumable (``resume=true``, or a Slurm requeue): after every iteration the evaluations
+so far (control v, J and its parts, gradient) go to the run's checkpoint
+(``simcore.checkpoint``). A resumed run restarts L-BFGS-B from the first guess and
+answers its first evaluations from the checkpoint instead of running the model;
+L-BFGS-B is deterministic, so it walks the same path to where the killed run stopped
+and then goes on: the result equals the uninterrupted run's, bit for bit.
 """
 import logging
 
@@ -14,6 +21,7 @@ import numpy as np
 import xarray as xr
 from scipy.optimize import minimize
 
+from ..checkpoint import open_checkpoint
 from ..io import pyplot, save_figure, write_json, write_netcdf
 from ..state import parameter_dataset
 from ..control import Control
@@ -56,6 +64,51 @@ class History:
         return len(self.params)
 
 
+class Evaluations:
+    """Every evaluation of J so far, in order; replays a checkpoint's before computing.
+
+    ``replay(v)`` answers the next saved evaluation when L-BFGS-B asks for exactly the
+    point it was made at (None once the saved ones run out, or if the path departs,
+    e.g. after a scipy upgrade: then it computes afresh and says so)."""
+    FIELDS = ("J", "obs", "prior", "gnorm")
+
+    def __init__(self, saved=None):
+        self.v, self.gv, self.values = [], [], {f: [] for f in self.FIELDS}
+        self.saved, self.next, self.resumed_from = saved, 0, None
+        if saved is not None:
+            self.resumed_from = int(saved.step)
+
+    @property
+    def replaying(self) -> bool:
+        return self.saved is not None and self.next < len(self.saved.arrays["v"])
+
+    def replay(self, v):
+        if not self.replaying:
+            return None
+        a, k = self.saved.arrays, self.next
+        if not np.array_equal(v, a["v"][k]):
+            log.warning("calibrate: the resumed optimiser left the saved path at evaluation "
+                        "%d (a different scipy?); computing from here on", k)
+            self.saved = None
+            return None
+        self.next += 1
+        parts = {"obs": a["obs"][k], "prior": a["prior"][k]}
+        return self.add(a["v"][k], a["J"][k], parts, a["gv"][k], a["gnorm"][k])
+
+    def add(self, v, J, parts, gv, gnorm):
+        self.v.append(np.array(v, dtype=np.float64))
+        self.gv.append(np.array(gv, dtype=np.float64))
+        for f, x in zip(self.FIELDS, (J, parts["obs"], parts["prior"], gnorm)):
+            self.values[f].append(float(x))
+        return float(J), {"obs": float(parts["obs"]), "prior": float(parts["prior"])}, \
+            self.gv[-1], float(gnorm)
+
+    def save(self, ckpt, iteration):
+        arrays = {"v": np.array(self.v), "gv": np.array(self.gv),
+                  **{f: np.array(x) for f, x in self.values.items()}}
+        ckpt.save(iteration, arrays, {"evaluations": len(self.v)})
+
+
 def calibrate(run) -> dict:
     model, cfg = run.model, run.cfg.task
     obs = Observations.from_config(run.cfg.model.obs)
@@ -67,21 +120,31 @@ def calibrate(run) -> dict:
              obs.every_m, obs.sigma, "noisy" if obs.noise else "noise-free")
 
     cache, history = {}, History()
+    ckpt = open_checkpoint(run)
+    evals = Evaluations(ckpt.load())
 
     def evaluate(v):
         params = control.unpack(v)
-        J, parts, grad, _ = twin.cost_and_grad(params)
-        cache.update(v=v.copy(), J=J, parts=parts, grad=grad, params=params,
+        hit = evals.replay(v)
+        if hit is None:
+            J, parts, grad, _ = twin.cost_and_grad(params)
+            gnorm = float(np.sqrt(sum(np.sum(g * g) for g in grad.values())))
+            hit = evals.add(v, J, parts, control.gradient(grad), gnorm)
+        J, parts, gv, gnorm = hit
+        cache.update(v=v.copy(), J=J, parts=parts, gnorm=gnorm, params=params,
                      evaluations=cache.get("evaluations", 0) + 1)
-        return J, control.gradient(grad)
+        return J, gv.copy()
 
     def record(v):
         if not np.array_equal(v, cache["v"]):
             evaluate(v)
-        gnorm = float(np.sqrt(sum(np.sum(g * g) for g in cache["grad"].values())))
+        gnorm = cache["gnorm"]
         history.add(cache["J"], cache["parts"], gnorm, cache["evaluations"], cache["params"])
         history.last = v.copy()
         it = len(history) - 1
+        if evals.replaying:
+            return
+        evals.save(ckpt, it)
         if it % max(int(cfg.log_every), 1) == 0:
             log.info("calibrate: iter %3d/%d  J=%.6e  (obs %.4e, prior %.4e)  "
                      "|grad J|=%.3e  %s", it, cfg.max_iter, cache["J"], cache["parts"]["obs"],
@@ -107,7 +170,9 @@ def calibrate(run) -> dict:
     if cfg.plot:
         _plots(run, twin, guess, final, history)
     summary["wall_time_s"] = run.elapsed()
+    summary["resumed_from_iteration"] = evals.resumed_from
     write_json(summary, run.path("summary.json"))
+    ckpt.finish()
     log.info("calibrate: relative error of the parameters %.3e (first guess %.3e); "
              "2 J_obs = %.4g for %d observations; %.2f s", summary["relative_error"],
              summary["relative_error_initial"], summary["chi2"], twin.n_obs,
