@@ -30,7 +30,7 @@ class Kernel:
         syms, values = bind(spec.sdfg, args)
         buffers = spec.buffers(values, syms)
         spec.run(spec.forward.module, 0, syms, buffers)
-        return spec.result(buffers)
+        return spec.result(buffers, syms)
 
     def specialize(self, args) -> "Specialization":
         """The compiled forward for the types of ``args`` (annotations where given)."""
@@ -59,22 +59,36 @@ class Kernel:
         return f"<adjoint.kernel {self.__name__}>"
 
 
-def _run_as_python(func, *args):
+def _run_as_python(func, *args, **kwargs):
     """Call the undecorated function with its size symbols bound to the arguments' sizes,
-    so ``range(N)`` works in plain Python: the reference semantics of the kernel."""
+    so ``range(N)`` works in plain Python: the reference semantics of the kernel. The
+    kernels it calls run as Python too."""
     sizes = {}
     annotations = inspect.get_annotations(func, eval_str=True)
-    for name, value in zip(inspect.signature(func).parameters, args):
+    given = inspect.signature(func).bind(*args, **kwargs)     # kernels calling kernels
+    given.apply_defaults()                                    # may use keywords, defaults
+    for name, value in given.arguments.items():
         shape = getattr(annotations.get(name), "shape", ())
         for size, actual in zip(shape, np.shape(value)):
             if isinstance(size, sp.Symbol):
                 sizes[size.name] = actual
-    if not sizes:
-        return func(*args)
-    scope = {**func.__globals__, **sizes}
+    callees = {n: v.py_func for n, v in func.__globals__.items() if isinstance(v, Kernel)}
+    closure = tuple(_as_python_cell(c) for c in func.__closure__ or ())
+    if not sizes and not callees and closure == (func.__closure__ or ()):
+        return func(*args, **kwargs)
+    scope = {**func.__globals__, **callees, **sizes}
     bound = types.FunctionType(func.__code__, scope, func.__name__, func.__defaults__,
-                               func.__closure__)
-    return bound(*args)
+                               closure or None)
+    return bound(*args, **kwargs)
+
+
+def _as_python_cell(cell):
+    """A closure cell, with a kernel in it replaced by the kernel's Python function."""
+    try:
+        value = cell.cell_contents
+    except ValueError:
+        return cell
+    return types.CellType(value.py_func) if isinstance(value, Kernel) else cell
 
 
 def _type_key(t):
@@ -132,11 +146,19 @@ class Specialization:
                               f"(at {sizes})")
         return module.call(entry, syms, buffers, tape, position)
 
-    def result(self, buffers):
-        if self.sdfg.result is None:
-            return None
-        k = [c.name for c in self.forward.layout.containers].index(RESULT)
-        return float(buffers[k][0])
+    def result(self, buffers, syms):
+        """What the kernel returns: a float, an array, a tuple of them, or None."""
+        index = {c.name: k for k, c in enumerate(self.forward.layout.containers)}
+        values = {n: self.returned(n, buffers[index[n]], syms) for n in self.sdfg.returns}
+        return returned_value(values)
+
+    def returned(self, name, buffer, syms):
+        """One returned container's value from its flat buffer."""
+        c = self.sdfg.containers[name]
+        if c.is_scalar:
+            return float(buffer[0])
+        env = dict(zip(self.sdfg.symbols, (int(v) for v in syms[:-2])))
+        return buffer.reshape(tuple(max(int(sp.sympify(n).subs(env)), 0) for n in c.shape))
 
     def explain(self):
         lines = [to_text(self.sdfg)]
@@ -158,6 +180,20 @@ class Specialization:
         return "\n".join(lines)
 
 
+def output_key(name):
+    """``__return`` -> ``"return"``, ``__return1`` -> ``"return1"``: vjp/jvp keys."""
+    return name[2:] if name.startswith(RESULT) else name
+
+
+def returned_value(values):
+    """A kernel's return value from {container: value}: one value or a tuple."""
+    if not values:
+        return None
+    if list(values) == [RESULT]:
+        return values[RESULT]
+    return tuple(values.values())
+
+
 def _tasklet_outputs(sdfg):
     from .sdfg.nodes import tasklets
     for t, _, _ in tasklets(sdfg.body):
@@ -177,8 +213,10 @@ def _check_wrt(k, spec, wrt):
             raise ArgumentError(f"wrt={n!r}: {k.__name__}() has no floating-point argument "
                                 f"{n!r}; differentiable arguments: {spec.floating}")
     if spec.sdfg.result is None:
-        raise AdjointError(f"{k.__name__}() returns no scalar: grad needs a loss; use vjp "
-                           "with cotangents for its output arrays instead")
+        what = "returns no scalar" if not spec.sdfg.returns else \
+            f"returns {', '.join(output_key(n) for n in spec.sdfg.returns)}, not one number"
+        raise AdjointError(f"{k.__name__}() {what}: grad needs a loss; use vjp with "
+                           "cotangents for its outputs instead")
     return names
 
 
@@ -216,29 +254,31 @@ def grad(k: Kernel, wrt, memory_budget=None, policy=None, snapshots=None):
 
 
 def vjp(k: Kernel, *args, memory_budget=None, policy=None, snapshots=None):
-    """``(outputs, pullback)``: outputs maps each written array and ``"return"`` to its final
-    value; ``pullback(cotangents)`` maps every floating argument to its cotangent at entry."""
+    """``(outputs, pullback)``: outputs maps each written array and ``"return"`` (for a
+    tuple: ``"return0"``, ``"return1"``, ...) to its final value; ``pullback(cotangents)``
+    maps every floating argument to its cotangent at entry."""
     k = kernel(k)
     spec = k.specialize(args)
-    outputs = set(spec.written_arrays) | ({RESULT} if spec.sdfg.result else set())
+    outputs = set(spec.written_arrays) | set(spec.sdfg.returns)
     sweep = Sweep(spec, spec.backward(spec.floating, outputs), args, reusable=True,
                   budget=memory_budget, policy=policy, snapshots=snapshots)
     spec.last_sweep = sweep
     outs = {n: sweep.state[n].copy() for n in spec.written_arrays}
-    if spec.sdfg.result:
-        outs["return"] = sweep.result()
+    for n in spec.sdfg.returns:
+        value = spec.returned(n, sweep.state[n], sweep.syms)
+        outs[output_key(n)] = value.copy() if isinstance(value, np.ndarray) else value
+    containers = {output_key(n): n for n in outputs}
 
     def pullback(cotangents):
         unknown = set(cotangents) - set(outs)
         if unknown:
             raise ArgumentError(f"cotangents given for {sorted(unknown)}, but the outputs of "
                                 f"{k.__name__}() are {sorted(outs)}")
-        renamed = {(RESULT if n == "return" else n): v for n, v in cotangents.items()}
-        for n, v in renamed.items():
-            if n != RESULT and np.shape(v) != outs[n].shape:
+        for n, v in cotangents.items():
+            if np.shape(v) != np.shape(outs[n]):
                 raise ArgumentError(f"cotangent for {n!r} has shape {np.shape(v)}, the output "
-                                    f"has shape {outs[n].shape}")
-        return sweep.reverse(renamed)
+                                    f"has shape {np.shape(outs[n])}")
+        return sweep.reverse({containers[n]: v for n, v in cotangents.items()})
 
     return outs, pullback
 
@@ -274,8 +314,10 @@ def jvp(k: Kernel, primals, tangents):
         outs[name] = by_name[name]
         d = by_name.get(tangent_name(name))
         dots[name] = d.reshape(outs[name].shape) if d is not None else np.zeros_like(outs[name])
-    if spec.sdfg.result:
-        outs["return"] = float(by_name[RESULT][0])
-        d = by_name.get(tangent_name(RESULT))
-        dots["return"] = float(d[0]) if d is not None else 0.0
+    for name in spec.sdfg.returns:
+        key = output_key(name)
+        outs[key] = spec.returned(name, by_name[name], syms)
+        d = by_name.get(tangent_name(name))
+        d = np.zeros_like(by_name[name]) if d is None else d
+        dots[key] = spec.returned(name, d, syms)
     return outs, dots

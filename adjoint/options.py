@@ -19,6 +19,7 @@ class Options:
     memory_budget: object = None        # bytes, "512MiB", or None (no limit: store all)
     memory_policy: str = "ilp"          # ilp, store_all, recompute_all, revolve
     revolve_snapshots: int = 0          # snapshots for memory_policy="revolve"
+    blas: bool = True                   # matrix products through OpenBLAS when installed
 
 
 options = Options()

@@ -11,6 +11,7 @@ from .autodiff import Adjoint, differentiate, linearize
 from .codegen import COUNTS, Layout, generate_module
 from .frontend import parse
 from .runtime import CompiledModule, build_module, load
+from .runtime.blas import blas
 from .sdfg import SDFG, validate
 
 
@@ -35,8 +36,16 @@ def lower_forward(src, name, types) -> Forward:
     sdfg = validate(parse(src, name, types))                     # Python AST -> SDFG
     checks = tuple(index_checks(sdfg))                            # prove indices in bounds
     layout = Layout(sdfg.symbols, tuple(sdfg.containers.values()))
-    source = generate_module(layout, [sdfg], checks)                  # SDFG -> C
-    return Forward(sdfg, checks, layout, source, load(build_module(source, name)))
+    return Forward(sdfg, checks, layout, *_build(layout, [sdfg], checks, (), name))
+
+
+def _build(layout, entries, checks, counted, name):
+    """(C source, loaded module) for the entry SDFGs: SDFG -> C -> shared library."""
+    dgemm, libraries = blas() or (None, ())
+    source = generate_module(layout, entries, checks, counted, dgemm)
+    if dgemm not in source:
+        libraries = ()
+    return source, load(build_module(source, name, libraries), COUNTS * len(counted))
 
 
 def lower_backward(forward: Forward, wrt, outputs) -> Backward:
@@ -46,9 +55,9 @@ def lower_backward(forward: Forward, wrt, outputs) -> Backward:
     for sdfg in entries:
         validate(sdfg)
     layout = Layout(forward.sdfg.symbols, tuple(adj.containers.values()))
-    source = generate_module(layout, entries, forward.checks, [r.record for r in adj.regions])
-    path = build_module(source, forward.sdfg.name + "_grad")
-    return Backward(adj, layout, source, load(path, COUNTS * len(adj.regions)))
+    counted = [r.record for r in adj.regions]
+    return Backward(adj, layout, *_build(layout, entries, forward.checks, counted,
+                                         forward.sdfg.name + "_grad"))
 
 
 @dataclass(frozen=True)
@@ -64,5 +73,5 @@ def lower_tangent(forward: Forward, wrt) -> Tangent:
     sdfg, varied = linearize(forward.sdfg, wrt)                  # SDFG -> tangent-linear SDFG
     validate(sdfg)
     layout = Layout(sdfg.symbols, tuple(sdfg.containers.values()))
-    source = generate_module(layout, [sdfg], forward.checks)
-    return Tangent(sdfg, varied, layout, source, load(build_module(source, sdfg.name + "_jvp")))
+    return Tangent(sdfg, varied, layout, *_build(layout, [sdfg], forward.checks, (),
+                                                  sdfg.name + "_jvp"))

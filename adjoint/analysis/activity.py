@@ -5,7 +5,7 @@ if it influences an output; only containers that are both (active) get
 adjoints. Container-level and flow-insensitive: sound, and exact for the
 kernels where it matters (parameters, states, losses).
 """
-from ..sdfg.nodes import tasklets
+from ..sdfg.nodes import library_nodes, tasklets
 
 
 def dependencies(sdfg):
@@ -18,6 +18,8 @@ def dependencies(sdfg):
             if memlet.wcr:
                 used.add(memlet.data)
             deps.append((memlet.data, used))
+    for mm in library_nodes(sdfg.body):
+        deps.append((mm.out, {mm.a, mm.b} | ({mm.out} if mm.accumulate else set())))
     return deps
 
 
@@ -41,4 +43,5 @@ def closure(start, edges):
 
 
 def written_containers(sdfg):
-    return frozenset(m.data for t, _, _ in tasklets(sdfg.body) for m, _ in t.outputs)
+    return frozenset({m.data for t, _, _ in tasklets(sdfg.body) for m, _ in t.outputs}
+                     | {mm.out for mm in library_nodes(sdfg.body)})

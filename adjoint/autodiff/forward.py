@@ -9,8 +9,8 @@ from dataclasses import replace
 import sympy as sp
 
 from ..analysis.activity import closure, dependencies
-from ..sdfg.nodes import (ConditionalRegion, Container, LoopRegion, MapScope, Memlet, Sequence,
-                          State, Tasklet)
+from ..sdfg.nodes import (ConditionalRegion, Container, LoopRegion, MapScope, MatMul, Memlet,
+                          Sequence, State, Tasklet)
 from .partials import partial
 
 
@@ -37,7 +37,25 @@ def _region(region, varied):
     if isinstance(region, ConditionalRegion):
         return ConditionalRegion(tuple((c, _region(b, varied)) for c, b in region.branches),
                                  region.line)
-    return State(tuple(_node(n, varied) for n in region.nodes), region.label)
+    return State(tuple(n for node in region.nodes for n in _nodes(node, varied)), region.label)
+
+
+def _nodes(node, varied):
+    if isinstance(node, MatMul):
+        return _matmul(node, varied)
+    return (_node(node, varied),)
+
+
+def _matmul(mm, varied):
+    """d(op(a) op(b)) = op(da) op(b) + op(a) op(db), before the product itself. (A
+    product writes a fresh transient once, so its output is varied only through a or b.)"""
+    d, nodes = tangent_name(mm.out), []
+    if mm.a in varied:
+        nodes.append(replace(mm, out=d, a=tangent_name(mm.a)))
+    if mm.b in varied:
+        nodes.append(replace(mm, out=d, b=tangent_name(mm.b),
+                             accumulate=mm.accumulate or bool(nodes)))
+    return tuple(nodes) + (mm,)
 
 
 def _node(node, varied):

@@ -18,8 +18,9 @@ import sympy as sp
 
 from ..analysis.activity import active_containers, written_containers
 from ..sdfg.nodes import (SDFG, ConditionalRegion, Container, Guard, LoopRegion, MapScope,
-                          Memlet, Pop, Push, Sequence, State, Tasklet, condition_containers,
-                          tasklets, walk)
+                          MatMul, Memlet, Pop, Push, Sequence, State, Tasklet,
+                          condition_containers, every_element, library_nodes, tasklets,
+                          walk)
 from ..codegen.c import counted_loop
 from .partials import partial
 
@@ -75,9 +76,10 @@ def differentiate(sdfg, wrt, outputs) -> Adjoint:
         needed_so_far |= needed_by[k]
         recorded = frozenset(needed_so_far & writes)
         recorded_any |= recorded
-        regions.append(Region(_describe(part, k), mk(body), mk(_record(body, recorded)),
-                              mk(_Reverser(active, recorded).region(body)), reads, writes,
-                              _segmented(part)))
+        regions.append(Region(_describe(part, k), mk(body),
+                              mk(_record(body, recorded, containers)),
+                              mk(_Reverser(active, recorded, containers).region(body)), reads,
+                              writes, _segmented(part)))
     needed = set().union(*needed_by)
     return Adjoint(tuple(regions), containers, active, frozenset(recorded_any),
                    bool(needed & written_containers(sdfg)))
@@ -123,6 +125,9 @@ def _accesses(region, containers):
     for t, _, _ in tasklets(region):
         reads |= {m.data for _, m in t.inputs}
         writes |= {m.data for m, _ in t.outputs}
+    for mm in library_nodes(region):
+        reads |= {mm.a, mm.b} | ({mm.out} if mm.accumulate else set())
+        writes.add(mm.out)
     for _, context in walk(region):
         for r in context:
             if isinstance(r, Guard):
@@ -147,38 +152,47 @@ def _values_needed(body, containers, active):
                 if conns[conn].data in active:
                     d = partial(expr, conn)
                     needed |= {conns[s].data for s in d.free_symbols if s in conns}
+    for mm in library_nodes(body):          # d(ab) = da b + a db
+        if mm.out in active:
+            needed |= {mm.b} if mm.a in active else set()
+            needed |= {mm.a} if mm.b in active else set()
     return needed
 
 
 # ---- recording forward -----------------------------------------------------------------
-def _record(region, recorded):
+def _record(region, recorded, containers):
     if isinstance(region, Sequence):
-        return Sequence(tuple(_record(e, recorded) for e in region.elements))
+        return Sequence(tuple(_record(e, recorded, containers) for e in region.elements))
     if isinstance(region, LoopRegion):
-        return replace(region, body=_record(region.body, recorded),
+        return replace(region, body=_record(region.body, recorded, containers),
                        tape_trips=region.exit is not None)
     if isinstance(region, ConditionalRegion):
-        return ConditionalRegion(tuple((c, _record(b, recorded)) for c, b in region.branches),
-                                 region.line)
-    return State(_record_nodes(region.nodes, recorded), region.label)
+        return ConditionalRegion(tuple((c, _record(b, recorded, containers))
+                                       for c, b in region.branches), region.line)
+    return State(_record_nodes(region.nodes, recorded, containers), region.label)
 
 
-def _record_nodes(nodes, recorded):
+def _record_nodes(nodes, recorded, containers):
     out = []
     for node in nodes:
         if isinstance(node, MapScope):
             out.append(MapScope(node.params, node.ranges,
-                                _record_nodes(node.body, recorded), node.line))
+                                _record_nodes(node.body, recorded, containers), node.line))
             continue
-        out += [Push(m, node.line) for m, _ in node.outputs if m.data in recorded]
+        if isinstance(node, MatMul):
+            if node.out in recorded:       # the product overwrites the whole container
+                out += every_element(containers[node.out], lambda m: (Push(m, node.line),),
+                                     node.line)
+        else:
+            out += [Push(m, node.line) for m, _ in node.outputs if m.data in recorded]
         out.append(node)
     return tuple(out)
 
 
 # ---- reverse sweep ---------------------------------------------------------------------
 class _Reverser:
-    def __init__(self, active, recorded):
-        self.active, self.recorded = active, recorded
+    def __init__(self, active, recorded, containers):
+        self.active, self.recorded, self.containers = active, recorded, containers
 
     def region(self, region):
         if isinstance(region, Sequence):
@@ -206,13 +220,51 @@ class _Reverser:
                 body = tuple(n for t in node.body for n in self.tasklet(t))
                 if body:
                     pending.append(MapScope(node.params, node.ranges, body, node.line))
+            elif isinstance(node, MatMul):
+                if node.out in self.recorded:
+                    if pending:
+                        elements.append(State(tuple(pending), state.label))
+                        pending = []
+                    restore = every_element(self.containers[node.out],
+                                            lambda m: (Pop(m, node.line),), node.line)
+                    elements.append(self._map_as_loops(restore[0]) if isinstance(
+                        restore[0], MapScope) else State(restore))
+                pending += self.matmul(node)
             else:
                 pending += self.tasklet(node)
         if pending:
             elements.append(State(tuple(pending), state.label))
         return elements[0] if len(elements) == 1 else Sequence(tuple(elements))
 
+    def matmul(self, mm):
+        """out = op(a) op(b): a's adjoint += gout op(b)^T, b's += op(a)^T gout, then
+        gout = 0 unless the product accumulated into out."""
+        if mm.out not in self.active:
+            return []
+        g = adjoint_name(mm.out)
+        nodes = []
+        if mm.a in self.active:
+            nodes.append(MatMul(adjoint_name(mm.a), mm.a_dims, mm.b, mm.b_dims, g, mm.out_dims,
+                                mm.trans_b, True, True, mm.line) if mm.trans_a else
+                         MatMul(adjoint_name(mm.a), mm.a_dims, g, mm.out_dims, mm.b, mm.b_dims,
+                                False, not mm.trans_b, True, mm.line))
+        if mm.b in self.active:
+            nodes.append(MatMul(adjoint_name(mm.b), mm.b_dims, g, mm.out_dims, mm.a, mm.a_dims,
+                                True, mm.trans_a, True, mm.line) if mm.trans_b else
+                         MatMul(adjoint_name(mm.b), mm.b_dims, mm.a, mm.a_dims, g, mm.out_dims,
+                                not mm.trans_a, False, True, mm.line))
+        if not mm.accumulate:
+            zero = self.containers[g]
+            nodes += every_element(zero, lambda m: (Tasklet((), ((m, sp.Integer(0)),),
+                                                            mm.line),), mm.line)
+        return nodes
+
     def _map_as_loops(self, node):
+        if not all(isinstance(t, Tasklet) for t in node.body):      # pops of a product
+            body = Sequence((State(tuple(reversed(node.body))),))
+            for p, (a, b, s) in reversed(list(zip(node.params, node.ranges))):
+                body = Sequence((LoopRegion(p, a, b, s, body, node.line, True),))
+            return body
         body = Sequence((State(tuple(n for t in reversed(node.body) for n in self.tasklet(t))),))
         for p, (a, b, s) in reversed(list(zip(node.params, node.ranges))):
             body = Sequence((LoopRegion(p, a, b, s, body, node.line, True),))

@@ -279,6 +279,12 @@ def _reshaped(b, node, a, shape):
     return reshape(a, tuple(shape))
 
 
+def _matmul(b, node, args):
+    from .array_matmul import matmul
+    return matmul(b, node, b.expr(_required(b, node, args, "a")),
+                  b.expr(_required(b, node, args, "b")))
+
+
 # ---- reductions ---------------------------------------------------------------------------
 def _reduce(kind):
     def handler(b, node, args):
@@ -331,6 +337,8 @@ NUMPY = {
     "all": (_reduce("all"), REDUCE_ARGS, ("keepdims",)),
     "var": (_reduce("var"), REDUCE_ARGS, REDUCE_KEYWORDS),
     "std": (_reduce("std"), REDUCE_ARGS, REDUCE_KEYWORDS),
+    "dot": (_matmul, ("a", "b"), ()),
+    "matmul": (_matmul, ("a", "b"), ()),
 }
 METHODS = {name: NUMPY[name] for name in ("sum", "prod", "max", "min", "mean", "var", "std",
                                           "any", "all")}
@@ -339,5 +347,6 @@ METHODS.update({
     "transpose": (_method_transpose, ("a",) + VARARGS, ()),
     "reshape": (_method_reshape, ("a",) + VARARGS, ()),
     "ravel": (_ravel, ("a",), ()),
+    "dot": (_matmul, ("a", "b"), ()),
     "flatten": (lambda b, node, args: without_view(_ravel(b, node, args)), ("a",), ()),
 })

@@ -233,7 +233,7 @@ def _bind_new(b, stmt, target, v, op, binding):
         b.kernel.containers.pop(name, None)
         b.ex.scope[name] = ViewValue(name, v.view, v.shape, v.boolean,
                                      tuple(getattr(b.kernel, "loops", ())))
-        return []
+        return b.ex.prelude             # e.g. the product a view of its result names
     return _new_local(b, stmt, name, v)
 
 
@@ -241,7 +241,7 @@ def _new_local(b, stmt, name, v):
     c = temporary(b, stmt.value, v.shape, None, name)
     b.ex.scope[name] = (MaskValue if v.boolean else DataValue)(c)
     if v.empty:
-        return []
+        return b.ex.prelude
     return _assign_view(b, stmt, b.container(c, v.boolean), v, None, b.line(stmt))
 
 

@@ -39,10 +39,15 @@ class ArrayState:
     """What the array lowering keeps across the statements of one kernel."""
 
     def __init__(self, tree):
-        self.assignments = Counter(t.id for node in ast.walk(tree)
-                                   for t in _plain_targets(node) if isinstance(t, ast.Name))
+        self.assignments = Counter()
+        self.count(tree)
         self.assumptions = []       # (condition on sizes, line, message): checked per call
         self._count = 0
+
+    def count(self, tree):
+        """Count the plain assignments to each name in ``tree`` (an inlined callee too)."""
+        self.assignments.update(t.id for node in ast.walk(tree)
+                                for t in _plain_targets(node) if isinstance(t, ast.Name))
 
     def fresh(self, prefix, n):
         self._count += 1
@@ -51,7 +56,8 @@ class ArrayState:
 
 def _plain_targets(node):
     if isinstance(node, ast.Assign):
-        return node.targets
+        return [e for t in node.targets
+                for e in (t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t])]
     return [node.target] if isinstance(node, ast.AnnAssign) else []
 
 
@@ -252,6 +258,9 @@ class ArrayBuilder:
     # ---- operators -----------------------------------------------------------------------
     def _expr_BinOp(self, node):
         op = type(node.op)
+        if op is ast.MatMult:
+            from .array_matmul import matmul
+            return matmul(self, node, self.expr(node.left), self.expr(node.right))
         if op in LOGICAL:
             return self.combine(node, LOGICAL[op], [node.left, node.right], truth, True)
         if op not in ARITHMETIC:
@@ -278,6 +287,9 @@ class ArrayBuilder:
 
     def _expr_Call(self, node):
         from .array_calls import call
+        from .calls import call_expr, callee_of
+        if callee_of(self.kernel, node) is not None:      # another kernel: inlined
+            return call_expr(self, node)
         out = call(self, node)
         return self.scalar(node) if out is None else out
 

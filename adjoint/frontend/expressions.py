@@ -200,6 +200,9 @@ class ExpressionBuilder:
         raise self.src.error(node, f"operator `{ast.unparse(node)}` is not supported on numbers")
 
     def _value_BinOp(self, node, elementwise):
+        if isinstance(node.op, ast.MatMult):            # vector @ vector: a number
+            from .arrays import scalar_value
+            return scalar_value(self, node)
         a, b = self._value(node.left, elementwise), self._value(node.right, elementwise)
         op = type(node.op)
         if op is ast.Add:
@@ -228,8 +231,11 @@ class ExpressionBuilder:
 
     def _value_Call(self, node, elementwise):
         from .arrays import is_array_call, scalar_value
+        from .calls import call_value, callee_of, plain_function_hint
         if is_array_call(self, node):                  # reductions, np.where, ...: arrays.py
             return scalar_value(self, node)
+        if callee_of(self.kernel, node) is not None:   # another kernel: inlined (calls.py)
+            return call_value(self, node)
         if node.keywords:
             raise self.src.error(node, f"keyword arguments in `{ast.unparse(node)}` are "
                                        "not supported")
@@ -245,8 +251,9 @@ class ExpressionBuilder:
         if name in BINARY and len(args) == 2:
             return BINARY[name](*(self._value(a, elementwise) for a in args))
         raise self.src.error(node, f"call `{ast.unparse(node)}` is not supported: kernels can "
-                                   "call abs/min/max and the math/NumPy scalar functions "
-                                   f"({', '.join(sorted(UNARY))}, ...)")
+                                   "call abs/min/max, the math/NumPy scalar functions "
+                                   f"({', '.join(sorted(UNARY))}, ...) and other kernels"
+                                   + plain_function_hint(self.kernel, node))
 
     # ---- helpers ---------------------------------------------------------------------
     def _read(self, data, subset):

@@ -17,6 +17,8 @@ def classify_locals(fn: ast.FunctionDef, int_names, params):
             loop_vars.add(node.target.id)
         targets = node.targets if isinstance(node, ast.Assign) else \
             [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+        targets = [e for t in targets      # a, b = f(...): each name a float local
+                   for e in (t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t])]
         for t in targets:
             if isinstance(t, ast.Name) and t.id not in params and t.id not in loop_vars:
                 sites.setdefault(t.id, []).append(node)

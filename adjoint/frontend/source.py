@@ -1,6 +1,7 @@
 """Locate a kernel's source and resolve the types of its arguments."""
 import ast
 import inspect
+import re
 import textwrap
 from dataclasses import dataclass
 
@@ -22,10 +23,13 @@ class KernelSource:
     first_line: int
     indent: int
     globals: dict
+    renamed: tuple = ()     # (original, engine name) of an inlined callee's locals
 
     def error(self, node, message):
         line = getattr(node, "lineno", 1) + self.first_line - 1
         col = getattr(node, "col_offset", 0) + self.indent + 1
+        for original, name in self.renamed:         # messages speak the user's names
+            message = re.sub(rf"\b{re.escape(name)}\b", original, message)
         return KernelSyntaxError(message, self.filename, line, col)
 
 
@@ -44,7 +48,20 @@ def read_source(func) -> KernelSource:
         raise KernelSyntaxError("a kernel must be a plain `def` function",
                                 inspect.getsourcefile(func) or "<kernel>", first_line, 1)
     return KernelSource(fn, inspect.getsourcefile(func) or "<kernel>", first_line, indent,
-                        func.__globals__)
+                        {**func.__globals__, **_nonlocals(func)})
+
+
+def _nonlocals(func):
+    """Variables of enclosing functions the kernel uses (a kernel defined in a function
+    calling another kernel defined there)."""
+    names = func.__code__.co_freevars
+    out = {}
+    for name, cell in zip(names, func.__closure__ or ()):
+        try:
+            out[name] = cell.cell_contents
+        except ValueError:          # not assigned yet
+            pass
+    return out
 
 
 def declared_types(func):

@@ -11,6 +11,8 @@ from ..sdfg.nodes import flag_symbol, tasklets, value_range
 from ..types import ArrayType
 from .arrays import ArrayState
 from .arrays import assign as assign_arrays
+from .calls import (call_statement, callee_of, lower_return, plain_function_hint,
+                    unpack_call)
 from .expressions import DataValue, ExpressionBuilder, IntValue
 from .locals import classify_locals
 from .loops import LoopLowering
@@ -34,6 +36,8 @@ class KernelBuilder(LoopLowering):
         for local in float_locals:
             self.containers[local] = Container(local, np.dtype(np.float64), (), True)
         self.result = None
+        self.returns = ()           # containers holding the returned values, in order
+        self.call_roots = set()     # ids of the calls that are a whole statement's value
         self.arrays = ArrayState(src.tree)
         self.loops = []             # LoopFrame per enclosing loop, innermost last
 
@@ -85,7 +89,7 @@ class KernelBuilder(LoopLowering):
         self._check_integer_arrays_are_read_only(body)
         return SDFG(self.name, tuple(self.arguments), dict(self.containers),
                     tuple(self.symbols), body, self.result, self.src.filename,
-                    tuple(self.arrays.assumptions))
+                    tuple(self.arrays.assumptions), returns=tuple(self.returns))
 
     def _check_integer_arrays_are_read_only(self, body):
         for t, _, _ in tasklets(body):
@@ -114,17 +118,23 @@ class KernelBuilder(LoopLowering):
             raise self.src.error(stmt, f"statement `{_first_line(stmt)}` "
                                        f"({type(stmt).__name__}) is not supported in kernels; "
                                        "see docs/kernel-language.md")
+        self.call_roots = set()
         return method(stmt)
 
     def _stmt_Pass(self, stmt):
         return []
 
     def _stmt_Expr(self, stmt):
+        if callee_of(self, stmt.value) is not None:      # other(A, x): inlined
+            return call_statement(self, stmt)
         raise self.src.error(stmt, f"expression statement `{_first_line(stmt)}` has no effect "
                                    "in a kernel (calls with side effects such as print are not "
-                                   "supported)")
+                                   "supported)" + plain_function_hint(self, stmt.value))
 
     def _stmt_Assign(self, stmt):
+        if len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Tuple) \
+                and callee_of(self, stmt.value) is not None:
+            return unpack_call(self, stmt)               # a, b = other(...)
         if len(stmt.targets) != 1 or isinstance(stmt.targets[0], (ast.Tuple, ast.List)):
             raise self.src.error(stmt, "assign one target at a time (`a = b = ...` and tuple "
                                        "unpacking are not supported)")
@@ -142,6 +152,9 @@ class KernelBuilder(LoopLowering):
         return self._assign(stmt, stmt.target, stmt.value, None)
 
     def _assign(self, stmt, target, value, op):
+        # A call that writes the caller's arrays may be the whole value (calls.py), not for
+        # `A[i] += f(A)`: Python reads A[i] before the call.
+        self.call_roots = {id(value)} if op is None or isinstance(target, ast.Name) else set()
         if isinstance(target, ast.Name) and target.id in self.int_locals:
             return self._bind_int_local(stmt, target, value, op)
         lowered = assign_arrays(self, stmt, target, value, op)     # slices, whole arrays
@@ -210,12 +223,7 @@ class KernelBuilder(LoopLowering):
     def _stmt_Return(self, stmt):
         if stmt.value is None:
             return []
-        result = Container(RESULT, np.dtype(np.float64), (), True)
-        self.containers[RESULT] = result
-        self.scope[RESULT] = DataValue(result)
-        target = ast.copy_location(ast.Name(RESULT, ast.Store()), stmt)
-        self.result = RESULT
-        return self._assign(stmt, target, stmt.value, None)
+        return lower_return(self, stmt, RESULT)     # a number, an array or a tuple
 
     def _argument(self, name):
         return next(a for a in self.arguments if a.name == name)

@@ -128,9 +128,10 @@ def module_key(source, compiler, flags):
     return h.hexdigest()[:32]
 
 
-def build_module(source: str, name: str = "kernel") -> Path:
-    """Path of the shared library for ``source``, compiling it if not cached."""
-    compiler, flags = options.compiler, tuple(options.cflags)
+def build_module(source: str, name: str = "kernel", libraries=()) -> Path:
+    """Path of the shared library for ``source``, compiling it if not cached;
+    ``libraries``: extra linker flags."""
+    compiler, flags = options.compiler, tuple(options.cflags) + tuple(libraries)
     key = module_key(source, compiler, flags)
     directory = cache_dir()
     target = directory / f"{key}.so"
@@ -172,7 +173,9 @@ def _compile(source, compiler, flags, directory, key, target, name):
     _write_atomic(c_file, source)
     fd, tmp = tempfile.mkstemp(suffix=".so", dir=directory)
     os.close(fd)
-    cmd = [compiler, *flags, "-shared", "-fPIC", str(c_file), "-o", tmp, "-lm"]
+    cmd = [compiler, *[f for f in flags if not f.startswith(("-l", "-L", "-Wl"))], "-shared",
+           "-fPIC", str(c_file), "-o", tmp, *[f for f in flags if f.startswith(("-l", "-L",
+                                                                                  "-Wl"))], "-lm"]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True)
     except OSError as exc:

@@ -86,6 +86,32 @@ class MapScope:
 
 
 @dataclass(frozen=True)
+class MatMul:
+    """Library node ``out (+)= op(a) @ op(b)`` on whole float64 containers (BLAS gemm).
+
+    Each operand is seen as a row-major matrix of the stored ``(rows, cols)`` given
+    in its ``*_dims`` (a vector is a 1 x n row or an n x 1 column); ``trans_*``
+    transposes it. ``accumulate`` adds to ``out`` instead of overwriting it."""
+    out: str
+    out_dims: tuple
+    a: str
+    a_dims: tuple
+    b: str
+    b_dims: tuple
+    trans_a: bool = False
+    trans_b: bool = False
+    accumulate: bool = False
+    line: int = 0
+
+    def op_dims(self):
+        """(M, K, N) of the product op(a) (M x K) times op(b) (K x N)."""
+        (ar, ac), (br, bc) = self.a_dims, self.b_dims
+        m, k = (ac, ar) if self.trans_a else (ar, ac)
+        n = br if self.trans_b else bc
+        return m, k, n
+
+
+@dataclass(frozen=True)
 class Push:
     """Save ``memlet``'s element on the tape (before it is overwritten)."""
     memlet: Memlet
@@ -99,7 +125,7 @@ class Pop:
     line: int = 0
 
 
-DataflowNode = Union[Tasklet, MapScope, Push, Pop]
+DataflowNode = Union[Tasklet, MapScope, MatMul, Push, Pop]
 
 
 @dataclass(frozen=True)
@@ -195,6 +221,8 @@ class SDFG:
     result: Optional[str] = None
     filename: str = "<kernel>"
     assumptions: tuple = ()  # (condition on symbols, line, message): checked before each call
+    returns: tuple = ()      # containers of the returned values: ("__return",) for one
+    #                          value, ("__return0", "__return1", ...) for a tuple
 
     def container(self, name) -> Container:
         return self.containers[name]
@@ -242,6 +270,23 @@ def guarded_branches(region: ConditionalRegion):
     for cond, body in region.branches:
         yield Guard(sp.And(*[sp.Not(c) for c in taken], sp.true if cond is None else cond)), body
         taken.append(cond)
+
+
+def every_element(container, make, line=0):
+    """A map over all elements of ``container`` running ``make(memlet)``'s nodes (or the
+    nodes alone for a scalar)."""
+    if not container.shape:
+        return make(Memlet(container.name))
+    params = tuple(sp.Symbol(f"__e{k}", integer=True) for k in range(len(container.shape)))
+    ranges = tuple((sp.Integer(0), n, sp.Integer(1)) for n in container.shape)
+    return (MapScope(params, ranges, tuple(make(Memlet(container.name, params))), line),)
+
+
+def library_nodes(region):
+    """Yield every MatMul of a region in program order."""
+    for node, _ in walk(region):
+        if isinstance(node, MatMul):
+            yield node
 
 
 def tasklets(region):

@@ -1,5 +1,6 @@
 """A readable text form of an SDFG (what ``explain()`` prints)."""
-from .nodes import ConditionalRegion, LoopRegion, MapScope, Pop, Push, Sequence, State, Tasklet
+from .nodes import (ConditionalRegion, LoopRegion, MapScope, MatMul, Pop, Push, Sequence, State,
+                    Tasklet)
 
 
 def to_text(sdfg) -> str:
@@ -9,8 +10,8 @@ def to_text(sdfg) -> str:
         kind = "transient " if c.transient else ""
         lines.append(f"  {kind}{c.dtype.name}{shape} {c.name}")
     _region(sdfg.body, 1, lines)
-    if sdfg.result:
-        lines.append(f"  return {sdfg.result}")
+    if sdfg.returns or sdfg.result:
+        lines.append(f"  return {', '.join(sdfg.returns or (sdfg.result,))}")
     return "\n".join(lines)
 
 
@@ -49,6 +50,11 @@ def _node(node, depth, lines):
         lines.append(f"{pad}map [{rng}]:")
         for t in node.body:
             _node(t, depth + 1, lines)
+    elif isinstance(node, MatMul):
+        t = lambda x, flag: f"{x}.T" if flag else x     # noqa: E731
+        op = "+=" if node.accumulate else "="
+        lines.append(f"{pad}{node.out} {op} {t(node.a, node.trans_a)} @ {t(node.b, node.trans_b)}"
+                     f"    [matmul {' x '.join(map(str, node.op_dims()))}]")
     elif isinstance(node, Push):
         lines.append(f"{pad}push {node.memlet}")
     elif isinstance(node, Pop):

@@ -1,7 +1,7 @@
 """Structural checks run after every pass in the tests."""
 import sympy as sp
 
-from .nodes import (ConditionalRegion, LoopRegion, MapScope, Pop, Push, Sequence, Tasklet,
+from .nodes import (ConditionalRegion, LoopRegion, MapScope, MatMul, Pop, Push, Sequence, Tasklet,
                     condition_containers, flag_symbol, tasklets, walk)
 
 
@@ -37,7 +37,21 @@ def validate(sdfg):
             _check_tasklet(sdfg, node, bound)
         elif isinstance(node, (Push, Pop)):
             _check_memlet(sdfg, node.memlet, bound)
+        elif isinstance(node, MatMul):
+            _check_matmul(sdfg, node, bound)
     return sdfg
+
+
+def _check_matmul(sdfg, mm, bound):
+    for name, dims in ((mm.out, mm.out_dims), (mm.a, mm.a_dims), (mm.b, mm.b_dims)):
+        c = sdfg.containers.get(name)
+        if c is None or c.dtype.name != "float64":
+            raise InvalidSDFG(f"matmul at line {mm.line}: {name} is not a float64 container")
+        if sp.simplify(dims[0] * dims[1] - c.volume()) != 0:
+            raise InvalidSDFG(f"matmul at line {mm.line}: dims {dims} do not cover {name}")
+        _check_symbols(dims, bound, f"matmul at line {mm.line}")
+    if len({mm.out, mm.a, mm.b}) < 3 and mm.out in (mm.a, mm.b):
+        raise InvalidSDFG(f"matmul at line {mm.line} writes an operand")
 
 
 def _check_tasklet(sdfg, t, bound):

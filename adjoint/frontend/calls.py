@@ -1,0 +1,545 @@
+"""Calls to other kernels (inlined) and the values functions return.
+
+``y = other(A[1:], x, 2)`` where ``other`` is an ``adjoint.kernel`` is lowered in place:
+the callee's body is lowered by the caller's builder, in a scope of its own, with
+
+- arrays passed by reference: a name or a view (``A[1:]``, ``A.T``, ``A[i]``) binds the
+  parameter to that memory, so the callee's writes go through to the caller's arrays;
+  a computed array (``A + 1.0``) is stored in a temporary first;
+- numbers passed by value: an integer expression becomes the callee's integer (usable in
+  ``range`` and indices), a float is copied into a scalar of the callee;
+- the callee's locals renamed apart (``s`` -> ``s_<k>``), so they never meet the caller's;
+- its sizes bound to the caller's sizes by unifying the declared shapes with the
+  arguments' (what cannot be proven equal is checked once per call, like ``A + B``).
+
+The callee's ``return`` value is the call's value: a number (a scalar), an array (a
+view when the callee returns memory it was given, a temporary otherwise), or a tuple of
+them, which the caller unpacks (``a, b = other(...)``). Everything the callee generates
+carries the line of the call, so bounds errors name the caller's line; syntax errors
+in the callee name the callee's own line and say where it was called from.
+
+A kernel's own ``return`` may likewise be a number, an array or a tuple: each value goes
+to a container ``__return`` (one value) or ``__return0``, ``__return1``, ... (a tuple);
+see :func:`lower_return`.
+"""
+import ast
+import copy
+import inspect
+from dataclasses import dataclass, replace
+from typing import Optional
+
+import numpy as np
+import sympy as sp
+
+from ..errors import KernelSyntaxError
+from ..sdfg import (ConditionalRegion, Container, LoopRegion, MapScope, Memlet, Sequence,
+                    State, Tasklet)
+from ..sdfg.nodes import tasklets, walk
+from ..types import ArrayType
+from .array_shapes import ArrayExpr, MaskValue, View, ViewValue, fmt_shape, number, \
+    without_view
+from .array_stores import store, tasklet_body, temporary
+from .expressions import DataValue, ExpressionBuilder, IntValue
+from .locals import classify_locals
+from .source import read_source
+
+FLOAT64 = np.dtype(np.float64)
+
+
+@dataclass(frozen=True)
+class Returned:
+    """One value a callee returned, independent of the builder that will read it."""
+    kind: str                           # "scalar", "array" (a temporary) or "view"
+    container: Optional[Container] = None
+    view: Optional[View] = None
+    shape: tuple = ()
+    boolean: bool = False
+
+    def expr(self, b) -> ArrayExpr:
+        """The value as an ArrayExpr read through the ArrayBuilder ``b``."""
+        if self.kind == "scalar":
+            name = self.container.name
+            return ArrayExpr((), lambda index: b.ex._read(name, ()))
+        if self.kind == "view":
+            return b.load(self.view, self.shape, self.boolean)
+        return without_view(b.container(self.container, self.boolean))
+
+    def binding(self, name, loops):
+        """What a name bound to this value is (tuple unpacking)."""
+        if self.kind == "view":
+            return ViewValue(name, self.view, self.shape, self.boolean, loops)
+        return (MaskValue if self.boolean else DataValue)(self.container)
+
+
+@dataclass
+class _Inlined:
+    node: ast.Call
+    regions: list
+    results: Optional[tuple]       # None: the callee returns nothing
+    receivers: list                # ExpressionBuilders whose prelude holds the regions
+
+
+# ---- hooks ----------------------------------------------------------------------------------
+def callee_of(kernel, node):
+    """The ``adjoint.kernel`` that the call ``node`` calls, or None."""
+    from ..api import Kernel
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+        return None
+    if node.func.id in kernel.scope:
+        return None
+    target = kernel.src.globals.get(node.func.id)
+    return target if isinstance(target, Kernel) else None
+
+
+def plain_function_hint(kernel, node):
+    """For a call to an undecorated Python function: how to make it callable."""
+    func = node.func if isinstance(node, ast.Call) else None
+    if isinstance(func, ast.Name) and func.id not in kernel.scope \
+            and inspect.isfunction(kernel.src.globals.get(func.id)):
+        return (f"; `{func.id}` is a plain Python function: decorate it with @adjoint.kernel "
+                "to call it from a kernel (its body is then inlined)")
+    return ""
+
+
+def call_value(ex, node):
+    """The number a call to a kernel stands for in a scalar expression."""
+    result = single_result(ex, node)
+    if result.kind != "scalar":
+        raise ex.src.error(node, f"`{_short(node)}` returns an array of shape "
+                                 f"{fmt_shape(result.shape)} where a single number is "
+                                 "needed; index it or reduce it (np.sum, ...)")
+    return ex._read(result.container.name, ())
+
+
+def call_expr(b, node) -> ArrayExpr:
+    """The value of a call to a kernel inside an array expression."""
+    return single_result(b.ex, node).expr(b)
+
+
+def single_result(ex, node):
+    results = inline(ex, node)
+    if results is None:
+        raise ex.src.error(node, f"`{_short(node)}` returns nothing, so it has no value; "
+                                 "call it as a statement of its own")
+    if len(results) != 1:
+        raise ex.src.error(node, f"`{_short(node)}` returns {len(results)} values; unpack "
+                                 f"them: `{', '.join(f'v{k}' for k in range(len(results)))} "
+                                 f"= {_short(node)}`")
+    return results[0]
+
+
+def call_statement(kernel, stmt):
+    """``other(A, x)`` as a statement: the callee's effects, its value dropped."""
+    kernel.call_roots = {id(stmt.value)}
+    ex = ExpressionBuilder(kernel, kernel.scope)
+    inline(ex, stmt.value)
+    return ex.prelude
+
+
+def unpack_call(kernel, stmt):
+    """``a, b = other(...)``: each target assigned one of the returned values."""
+    targets = stmt.targets[0].elts
+    if any(not isinstance(t, (ast.Name, ast.Subscript)) for t in targets):
+        raise kernel.src.error(stmt, "unpack a call into names or subscripts "
+                                     "(`a, b = f(...)`; no nesting or starred targets)")
+    kernel.call_roots = {id(stmt.value)}
+    ex = ExpressionBuilder(kernel, kernel.scope)
+    results = inline(ex, stmt.value)
+    count = 0 if results is None else len(results)
+    if count != len(targets):
+        raise kernel.src.error(stmt, f"`{_short(stmt.value)}` returns {count} value"
+                                     f"{'s' if count != 1 else ''}, unpacked into "
+                                     f"{len(targets)} names")
+    return ex.prelude + _assign_results(kernel, stmt, targets, results)
+
+
+def _assign_results(kernel, stmt, targets, results):
+    """``target_k = result_k`` through hidden names bound to the results."""
+    regions, hidden = [], []
+    loops = tuple(getattr(kernel, "loops", ()))
+    for target, result in zip(targets, results):
+        kernel._counter += 1
+        name = f"__value{kernel._counter}"
+        kernel.scope[name] = result.binding(name, loops)
+        hidden.append(ast.copy_location(ast.Name(name, ast.Load()), target))
+    try:
+        for target, value in zip(targets, hidden):
+            regions += kernel._assign(stmt, target, value, None)
+    finally:
+        for value in hidden:
+            kernel.scope.pop(value.id, None)
+    return regions
+
+
+# ---- returns --------------------------------------------------------------------------------
+def lower_return(kernel, stmt, result_name):
+    """A kernel's ``return``: each value stored in ``result_name`` (one value) or
+    ``result_name0``, ``result_name1``, ... (a tuple). Sets ``kernel.returns`` and, when the
+    kernel returns one number, ``kernel.result`` (the loss ``grad`` differentiates)."""
+    from .arrays import ArrayBuilder
+    value = stmt.value
+    if callee_of(kernel, value) is not None:          # return other(...): its values
+        kernel.call_roots = {id(value)}
+        ex = ExpressionBuilder(kernel, kernel.scope)
+        results = inline(ex, value)
+        if results is None:
+            raise kernel.src.error(stmt, f"`{_short(value)}` returns nothing")
+        regions, names = ex.prelude, _result_names(result_name, len(results), len(results) == 1)
+        out = []
+        for name, result in zip(names, results):
+            b = ArrayBuilder(ExpressionBuilder(kernel, kernel.scope))
+            more, r = _store(b, stmt, value, result.expr(b), name, keep_views=False)
+            regions, out = regions + more, out + [r]
+        return _returned(kernel, names, out, regions, stmt)
+    single = not isinstance(value, ast.Tuple)
+    elements = [value] if single else value.elts
+    if any(isinstance(e, ast.Starred) for e in elements):
+        raise kernel.src.error(stmt, "starred values in `return` are not supported")
+    regions, results = [], []
+    names = _result_names(result_name, len(elements), single)
+    for name, element in zip(names, elements):
+        kernel.call_roots = {id(element)}
+        more, result = store_value(kernel, stmt, element, name, keep_views=False)
+        regions += more
+        results.append(result)
+    return _returned(kernel, names, results, regions, stmt)
+
+
+def _result_names(base, count, single):
+    return [base] if single else [f"{base}{k}" for k in range(count)]
+
+
+def _returned(kernel, names, results, regions, stmt=None):
+    check_declared_return(kernel.src, stmt, results)
+    kernel.returns = tuple(names)
+    kernel.result = names[0] if len(names) == 1 and results[0].kind == "scalar" else None
+    return regions
+
+
+def check_declared_return(src, stmt, results):
+    """``-> float`` promises one number: an array or a tuple contradicts it."""
+    declared = src.tree.returns
+    if not (isinstance(declared, ast.Name) and declared.id == "float"):
+        return
+    if len(results) != 1 or results[0].kind != "scalar":
+        what = f"{len(results)} values" if len(results) != 1 else \
+            f"an array of shape {fmt_shape(results[0].shape)}"
+        raise src.error(stmt, f"{src.tree.name}() is declared `-> float` and returns {what}; "
+                              "reduce it to a number (np.sum, ...) or change the annotation")
+
+
+def store_value(kernel, stmt, node, name, keep_views):
+    """Regions evaluating ``node`` into a new container ``name``: (regions, Returned).
+
+    A number goes to a float64 scalar, an array to a float64 temporary of its shape; with
+    ``keep_views`` an array that is memory (``A``, ``A[1:]``) is returned as that view."""
+    from .arrays import ArrayBuilder
+    b = ArrayBuilder(ExpressionBuilder(kernel, kernel.scope))
+    return _store(b, stmt, node, b.expr(node), name, keep_views)
+
+
+def _store(b, stmt, node, v, name, keep_views):
+    line = b.line(stmt)
+    if not v.rank:
+        c = Container(name, FLOAT64, (), True)
+        b.kernel.containers[name] = c
+        inputs, body = tasklet_body(b.ex, lambda: number(v.at(())))
+        state = State((Tasklet(inputs, ((Memlet(name), body),), line),), f"return_{line}")
+        return b.ex.prelude + [state], Returned("scalar", c)
+    if keep_views and v.view is not None:
+        return b.ex.prelude, Returned("view", view=v.view, shape=v.shape, boolean=v.boolean)
+    c = temporary(b, node, v.shape, None, name)
+    regions = [] if v.empty else \
+        store(b, b.container(c, v.boolean), lambda p, old: number(v.at(p)), line)
+    return b.ex.prelude + regions, Returned("array", c, shape=v.shape, boolean=v.boolean)
+
+
+# ---- inlining -------------------------------------------------------------------------------
+def inline(ex, node):
+    """Lower the call ``node`` into ``ex.prelude`` (once per call site; the frontend may
+    evaluate an expression twice, the second time into another builder) and return the
+    callee's values as a tuple of :class:`Returned`, or None."""
+    kernel = ex.kernel
+    memo = kernel.__dict__.setdefault("_inlined", {})
+    done = memo.get(id(node))
+    if done is None or done.node is not node:
+        callee = callee_of(kernel, node)
+        regions, results = _Inliner(kernel, ex, node, callee).run()
+        done = memo[id(node)] = _Inlined(node, regions, results, [])
+    if not any(r is ex for r in done.receivers):
+        ex.prelude.extend(done.regions)
+        done.receivers.append(ex)
+    return done.results
+
+
+class _Inliner:
+    """One call site: arguments bound, callee lowered, its values returned."""
+
+    def __init__(self, kernel, ex, node, callee):
+        self.kernel, self.ex, self.node, self.callee = kernel, ex, node, callee
+        self.func = callee.__wrapped__
+        self.name = callee.__name__
+        self.caller = kernel.src
+        self.line = node.lineno + kernel.src.first_line - 1
+        self.prelude = []
+
+    def run(self):
+        src = read_source(self.func)
+        self._check_recursion(src)
+        params = self._bind_parameters()
+        tree, renamed = _rename(src.tree, params, self._taken(src.tree), self.kernel)
+        callee_src = replace(src, tree=tree, renamed=tuple(renamed.items()))
+        containers_before = set(self.kernel.containers)
+        scope = self._arguments(params, renamed)
+        body, results = self._lower_body(callee_src, scope)
+        self._check_effects(body, containers_before)
+        return self.prelude + [_relocate(body, self.line)], results
+
+    # ---- checks ------------------------------------------------------------------------
+    def _check_recursion(self, src):
+        stack = self.kernel.__dict__.setdefault(
+            "_call_stack", [(self.caller.filename, self.caller.first_line)])
+        if (src.filename, src.first_line) in stack:
+            raise self.caller.error(self.node, f"`{_short(self.node)}`: {self.name}() calls "
+                                               "itself (directly or through other kernels); "
+                                               "recursion is not supported: write a loop")
+
+    def _check_effects(self, body, before):
+        """A call that writes the caller's arrays must be a statement's whole value."""
+        written = _written(body) & before
+        if written and id(self.node) not in getattr(self.kernel, "call_roots", ()):
+            names = ", ".join(sorted(written))
+            raise self.caller.error(self.node, f"`{_short(self.node)}` modifies {names}, so "
+                                               "it must be called on its own: write "
+                                               f"`r = {_short(self.node)}` (or the bare call) "
+                                               "and use r")
+
+    # ---- parameters --------------------------------------------------------------------
+    def _bind_parameters(self):
+        """{parameter: argument AST node} from the call's positional and keyword arguments."""
+        node = self.node
+        if any(isinstance(a, ast.Starred) for a in node.args) or \
+                any(k.arg is None for k in node.keywords):
+            raise self.caller.error(node, f"`{_short(node)}`: *args and **kwargs in calls are "
+                                          "not supported; pass each argument")
+        sig = inspect.signature(self.func)
+        try:
+            bound = sig.bind(*node.args, **{k.arg: k.value for k in node.keywords})
+        except TypeError as exc:
+            raise self.caller.error(node, f"`{_short(node)}`: {exc}; {self.name}"
+                                          f"{_signature_text(sig)}") from None
+        bound.apply_defaults()
+        out = {}
+        for pname, value in bound.arguments.items():
+            if not isinstance(value, ast.AST):
+                if isinstance(value, bool) or not isinstance(value, (int, float)):
+                    raise self.caller.error(node, f"`{_short(node)}`: the default value "
+                                                  f"{value!r} of {pname!r} is not a number")
+                value = ast.copy_location(ast.Constant(value), node)
+            out[pname] = value
+        return out
+
+    def _taken(self, tree):
+        names = set(self.kernel.containers) | set(self.kernel.scope)
+        root = self.kernel.__dict__.setdefault("_root_tree", self.kernel.src.tree)
+        for t in (root, tree):
+            names |= {n.id for n in ast.walk(t) if isinstance(n, ast.Name)}
+            names |= {a.arg for a in ast.walk(t) if isinstance(a, ast.arg)}
+        return names
+
+    def _arguments(self, params, renamed):
+        """The callee's scope: sizes, then each parameter bound to its argument."""
+        from .arrays import ArrayBuilder
+        b = ArrayBuilder(ExpressionBuilder(self.kernel, self.kernel.scope))
+        scope = {f"<caller {k}>": v for k, v in self.kernel.scope.items()
+                 if isinstance(v, IntValue)}         # keeps the caller's views in scope
+        declared = self.callee._declared
+        sizes = {}
+        for pname, arg in params.items():
+            scope[renamed[pname]] = self._argument(b, pname, renamed[pname],
+                                                   declared.get(pname), arg, sizes)
+        for name, expr in sizes.items():
+            scope.setdefault(name, IntValue(expr))
+        self.prelude = b.ex.prelude
+        return scope
+
+    def _argument(self, b, pname, local, declared, arg, sizes):
+        what = f"argument {pname!r} of {self.name}()"
+        if declared is int:
+            return IntValue(b.ex.index(arg, what))
+        v = b.expr(arg)
+        if isinstance(declared, ArrayType) or (declared is None and v.rank):
+            return self._array_argument(b, what, local, declared, arg, v, sizes)
+        if v.rank:
+            raise self.caller.error(arg, f"{what} is declared a number, and "
+                                         f"`{_short(arg)}` is an array of shape "
+                                         f"{fmt_shape(v.shape)}")
+        inputs, value = tasklet_body(b.ex, lambda: number(v.at(())))
+        if declared is None and not inputs and value.is_integer:
+            return IntValue(value)
+        c = Container(local, FLOAT64, (), True)
+        self.kernel.containers[local] = c
+        b.ex.prelude.append(State((Tasklet(inputs, ((Memlet(local), value),), self.line),),
+                                  f"call_{self.line}"))
+        return DataValue(c)
+
+    def _array_argument(self, b, what, local, declared, arg, v, sizes):
+        if not v.rank:
+            raise self.caller.error(arg, f"{what} is declared an array "
+                                         f"({_declared_text(declared)}), and "
+                                         f"`{_short(arg)}` is a single number")
+        dtype = v.view.container.dtype if v.view is not None else FLOAT64
+        if declared is not None:
+            if len(declared.shape) != v.rank:
+                raise self.caller.error(arg, f"{what} is declared {_declared_text(declared)}, "
+                                             f"and `{_short(arg)}` has shape "
+                                             f"{fmt_shape(v.shape)}")
+            if declared.dtype != dtype:
+                raise self.caller.error(arg, f"{what} is declared {_declared_text(declared)}, "
+                                             f"and `{_short(arg)}` is {dtype}")
+            self._unify(b, what, arg, declared.shape, v.shape, sizes)
+        binding = self.kernel.scope.get(arg.id) if isinstance(arg, ast.Name) else None
+        if isinstance(binding, DataValue) and not binding.container.is_scalar:
+            return binding                  # the caller's array, view or mask itself
+        if v.view is not None:
+            if dtype.kind != "f":
+                raise self.caller.error(arg, f"{what}: pass integer arrays whole "
+                                             f"(`{ast.unparse(arg)}` is a part of one)")
+            return ViewValue(local, v.view, v.shape, v.boolean, tuple(self.kernel.loops))
+        c = temporary(b, arg, v.shape, None, local)
+        regions = store(b, b.container(c, v.boolean), lambda p, old: number(v.at(p)), self.line)
+        b.ex.prelude.extend(regions)
+        return (MaskValue if v.boolean else DataValue)(c)
+
+    def _unify(self, b, what, arg, declared, actual, sizes):
+        """Bind the declared sizes' symbols to the actual sizes; the rest must agree."""
+        for d, n in zip(declared, actual):
+            d = sp.sympify(d)
+            if isinstance(d, sp.Symbol) and d.name not in sizes:
+                sizes[d.name] = n
+                continue
+            loose = [s for s in d.free_symbols if s.name not in sizes]
+            if loose:
+                raise self.caller.error(arg, f"{what}: cannot tell the size {d} of its "
+                                             "declared shape from the arguments")
+            d = d.subs({s: sizes[s.name] for s in d.free_symbols}, simultaneous=True)
+            b.agree(self.node, d, n, tuple(declared), tuple(actual),
+                    f"declared and passed array for {what}")
+
+    # ---- body --------------------------------------------------------------------------
+    def _lower_body(self, src, scope):
+        k = self.kernel
+        saved = (k.src, k.scope, getattr(k, "call_roots", set()))
+        k._call_stack.append((src.filename, src.first_line))
+        assumptions = len(k.arrays.assumptions)
+        try:
+            k.src, k.scope = src, scope
+            int_names = {n for n, v in scope.items() if isinstance(v, IntValue)}
+            ints, floats = classify_locals(src.tree, int_names, set(scope))
+            k.int_locals = set(k.int_locals) | ints
+            for local in floats:
+                k.containers.setdefault(local, Container(local, FLOAT64, (), True))
+            k.arrays.count(src.tree)
+            stmts = src.tree.body
+            ret = stmts[-1] if stmts and isinstance(stmts[-1], ast.Return) else None
+            body = k.block(stmts[:-1] if ret is not None else stmts, top=True)
+            regions, results = [], None
+            if ret is not None and ret.value is not None:
+                regions, results = self._returns(ret)
+            return Sequence(body.elements + tuple(regions)), results
+        except KernelSyntaxError as exc:
+            raise _called_from(exc, self.name, self.caller, self.line) from None
+        finally:
+            k.src, k.scope, k.call_roots = saved
+            k._call_stack.pop()
+            k.arrays.assumptions[assumptions:] = [
+                (c, self.line, f"in {self.name}(): {m}")
+                for c, _, m in k.arrays.assumptions[assumptions:]]
+
+    def _returns(self, stmt):
+        value = stmt.value
+        elements = value.elts if isinstance(value, ast.Tuple) else [value]
+        if any(isinstance(e, ast.Starred) for e in elements):
+            raise self.kernel.src.error(stmt, "starred values in `return` are not supported")
+        regions, results = [], []
+        for element in elements:
+            self.kernel.call_roots = {id(element)}
+            name = self.kernel.new_transient("__ret").name
+            more, result = store_value(self.kernel, stmt, element, name, keep_views=True)
+            regions += more
+            results.append(result)
+        check_declared_return(self.kernel.src, stmt, results)
+        return regions, tuple(results)
+
+
+# ---- helpers --------------------------------------------------------------------------------
+def _rename(tree, params, taken, kernel):
+    """A copy of ``tree`` whose parameters and locals have fresh names."""
+    tree = copy.deepcopy(tree)
+    local = set(params) | {a.arg for a in tree.args.args}
+    local |= {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
+              and isinstance(n.ctx, (ast.Store, ast.Del))}
+    renamed = {}
+    for name in sorted(local):
+        kernel._counter += 1
+        new = f"{name}_{kernel._counter}"
+        while new in taken:
+            kernel._counter += 1
+            new = f"{name}_{kernel._counter}"
+        taken.add(new)
+        renamed[name] = new
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name) and n.id in renamed:
+            n.id = renamed[n.id]
+        elif isinstance(n, ast.arg) and n.arg in renamed:
+            n.arg = renamed[n.arg]
+    return tree, renamed
+
+
+def _written(region):
+    """Containers a region writes (tasklets, maps and library nodes)."""
+    out = {m.data for t, _, _ in tasklets(region) for m, _ in t.outputs}
+    return out | {node.out for node, _ in walk(region) if isinstance(getattr(node, "out", None),
+                                                                        str)}
+
+
+def _relocate(region, line):
+    """``region`` with every line number set to ``line`` (the call's)."""
+    if isinstance(region, Sequence):
+        return replace(region, elements=tuple(_relocate(e, line) for e in region.elements))
+    if isinstance(region, State):
+        return replace(region, nodes=tuple(_relocate(n, line) for n in region.nodes))
+    if isinstance(region, LoopRegion):
+        return replace(region, body=_relocate(region.body, line), line=line)
+    if isinstance(region, ConditionalRegion):
+        return replace(region, branches=tuple((c, _relocate(b, line))
+                                              for c, b in region.branches), line=line)
+    if isinstance(region, MapScope):
+        return replace(region, body=tuple(_relocate(t, line) for t in region.body), line=line)
+    if isinstance(region, Tasklet) or hasattr(region, "line"):
+        return replace(region, line=line)
+    return region
+
+
+def _called_from(exc, name, caller, line):
+    prefix = f"{exc.filename}:{exc.line}:{exc.col}: "
+    message = str(exc)
+    message = message[len(prefix):] if message.startswith(prefix) else message
+    return KernelSyntaxError(f"{message} (in {name}(), called at "
+                             f"{caller.filename}:{line})", exc.filename, exc.line, exc.col)
+
+
+def _signature_text(sig):
+    return "(" + ", ".join(sig.parameters) + ")"
+
+
+def _declared_text(declared):
+    if declared is None:
+        return "an array"
+    dims = ", ".join(str(n) for n in declared.shape)
+    return f"{np.dtype(declared.dtype).name}[{dims}]"
+
+
+def _short(node):
+    text = ast.unparse(node)
+    return text if len(text) <= 60 else text[:57] + "..."

@@ -1,0 +1,101 @@
+"""Matrix products (@, np.dot, np.matmul, .dot) as library nodes: BLAS or loops,
+with adjoints that are matrix products again."""
+import numpy as np
+import pytest
+
+from adjoint import (BoundsError, KernelSyntaxError, float32, float64, grad, jvp, kernel,
+                     options, symbol)
+
+N, M, K = symbol("N"), symbol("M"), symbol("K")
+
+
+@kernel
+def mlp(x: float64[N, K], W1: float64[K, M], W2: float64[M], b: float64[M]) -> float:
+    h = np.tanh(x @ W1 + b)
+    y = h @ W2
+    return np.sum(y * y) + W2 @ W2
+
+
+@kernel
+def gram(A: float64[N, K], B: float64[N, M]) -> float:
+    C = A.T @ B
+    D = np.dot(C, C.T)
+    return np.sum(D * D)
+
+
+@kernel
+def recurrent(A: float64[N, N], x: float64[N], T: int) -> float:
+    for t in range(T):
+        x[:] = np.tanh(A @ x)          # the product is overwritten every step: recorded
+    return np.sum(x * x)
+
+
+@kernel
+def mixed_operands(A: float64[N, K], v: float64[N], w: float32[K]) -> float:
+    u = v[::-1] @ A                    # a reversed slice and a float32 operand: copied
+    return np.sum(np.matmul(A, w) * v) + u.dot(u)
+
+
+def _args(k, rng):
+    return {
+        "mlp": (rng.standard_normal((5, 3)), rng.standard_normal((3, 4)),
+                rng.standard_normal(4), rng.standard_normal(4)),
+        "gram": (rng.standard_normal((6, 3)), rng.standard_normal((6, 4))),
+        "recurrent": (0.4 * rng.standard_normal((5, 5)), rng.standard_normal(5), 4),
+        "mixed_operands": (rng.standard_normal((4, 3)), rng.standard_normal(4),
+                           rng.standard_normal(3).astype(np.float32)),
+    }[k.__name__]
+
+
+KERNELS = [mlp, gram, recurrent, mixed_operands]
+
+
+def _copy(args):
+    return [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+
+
+def _floating(k, args):
+    names = k.__wrapped__.__code__.co_varnames[:len(args)]
+    return [n for n, a in zip(names, args) if isinstance(a, np.ndarray) and a.dtype == np.float64]
+
+
+@pytest.mark.parametrize("blas", [True, False], ids=["blas", "loops"])
+@pytest.mark.parametrize("k", KERNELS, ids=lambda k: k.__name__)
+def test_forward_gradient_and_tangent(k, blas, monkeypatch):
+    monkeypatch.setattr(options, "blas", blas)
+    rng = np.random.default_rng(7)
+    args = _args(k, rng)
+    assert k(*_copy(args)) == pytest.approx(k.py_func(*_copy(args)), rel=1e-12)
+    wrt = tuple(_floating(k, args))
+    grads = grad(k, wrt=wrt)(*args)
+    names = k.__wrapped__.__code__.co_varnames[:len(args)]
+    d = {n: rng.standard_normal(args[names.index(n)].shape) for n in wrt}
+    h = 1e-6
+
+    def f(s):
+        return k.py_func(*[a + s * d[n] if n in d else a for n, a in zip(names, _copy(args))])
+    want = (f(h) - f(-h)) / (2 * h)
+    got = sum(float(np.sum(g * d[n])) for n, g in zip(wrt, grads))
+    assert got == pytest.approx(want, rel=1e-6)
+    assert jvp(k, args, d)[1]["return"] == pytest.approx(got, rel=1e-10)
+
+
+def test_products_call_blas_when_installed():
+    pytest.importorskip("scipy_openblas64")
+    gram(*_args(gram, np.random.default_rng(0)))
+    spec = next(iter(gram._specs.values()))
+    assert "sc_dgemm(" in spec.forward.source
+    assert "C.T" not in spec.forward.source and "[matmul" in gram.explain()
+
+
+def test_mismatched_inner_sizes():
+    def bad(A: float64[3, 4], B: float64[3, 4]) -> float:
+        return np.sum(A @ B)
+    with pytest.raises(KernelSyntaxError, match="do not match"):
+        kernel(bad)(np.ones((3, 4)), np.ones((3, 4)))
+
+    @kernel
+    def checked(A: float64[N, K], B: float64[M, N]) -> float:
+        return np.sum(A @ B)
+    with pytest.raises(BoundsError, match="do not match"):
+        checked(np.ones((2, 3)), np.ones((4, 2)))
