@@ -12,7 +12,9 @@ class Options:
     (see autodiff/plan.py)."""
     compiler: str = field(default_factory=lambda: os.environ.get("CC", "cc"))
     # -ffp-contract=fast: fused multiply-adds, which strict -std=c99 would turn off
-    cflags: tuple = ("-O3", "-march=native", "-std=c99", "-ffp-contract=fast", "-fno-math-errno")
+    cflags: tuple = ("-O3", "-march=native", "-std=c99", "-ffp-contract=fast", "-fno-math-errno",
+                     "-fopenmp")
+    threads: int = 0                    # OpenMP threads for parallel loops (0: all cores)
     cache_dir: str = ""
     device: str = "cpu"
     tape_limit_bytes: int = 4 * 2**30

@@ -7,6 +7,7 @@
 from dataclasses import dataclass
 
 from .analysis.bounds import index_checks
+from .analysis.parallel import parallelize
 from .autodiff import Adjoint, differentiate, linearize
 from .codegen import COUNTS, Layout, generate_module
 from .frontend import parse
@@ -41,6 +42,7 @@ def lower_forward(src, name, types) -> Forward:
 
 def _build(layout, entries, checks, counted, name):
     """(C source, loaded module) for the entry SDFGs: SDFG -> C -> shared library."""
+    entries = [validate(parallelize(sdfg)) for sdfg in entries]     # mark parallel loops
     dgemm, libraries = blas() or (None, ())
     source = generate_module(layout, entries, checks, counted, dgemm)
     if dgemm not in source:

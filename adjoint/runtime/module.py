@@ -4,10 +4,13 @@ import threading
 import cffi
 import numpy as np
 
+from ..options import options
+
 ffi = cffi.FFI()
 ffi.cdef("""
 int64_t sc_run(int64_t, const int64_t *, void *const *, double *, int64_t, int64_t);
 int sc_check(const int64_t *, int64_t *);
+void sc_set_threads(int);
 """)
 _loaded = {}
 _lock = threading.Lock()
@@ -19,7 +22,7 @@ class CompiledModule:
     def __init__(self, path, counts=0):
         self.path, self.counts = path, counts
         self.lib = ffi.dlopen(str(path))
-        self._checked = {}
+        self._checked, self.threads = {}, 0
 
     def check(self, syms: np.ndarray):
         """(status, counts) for these sizes, evaluated once per distinct sizes (the
@@ -39,6 +42,9 @@ class CompiledModule:
             data[k] = ffi.cast("void *", b.ctypes.data)
         tape_ptr = _ptr("double *", tape) if tape is not None and tape.size else ffi.NULL
         capacity = 0 if tape is None else tape.size
+        if self.threads != options.threads:
+            self.lib.sc_set_threads(options.threads)
+            self.threads = options.threads
         return self.lib.sc_run(entry, _ptr("int64_t *", syms), data, tape_ptr, tape_position,
                                capacity)
 

@@ -83,6 +83,7 @@ class MapScope:
     ranges: tuple          # (start, stop, step) per parameter
     body: tuple            # tasklets
     line: int = 0
+    parallel: bool = False  # run with threads (analysis.parallel)
 
 
 @dataclass(frozen=True)
@@ -159,6 +160,8 @@ class LoopRegion:
     exit: Optional[sp.Basic] = None
     tape_trips: bool = False
     segment: bool = False   # run only iterations [__k0, __k1) of the range (checkpointing)
+    parallel: bool = False  # iterations run with threads (analysis.parallel)
+    private: tuple = ()     # scalar containers each thread keeps its own copy of
 
 
 LOAD = "__load_"

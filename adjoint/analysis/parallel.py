@@ -1,0 +1,176 @@
+"""Which loops and maps run in parallel (OpenMP), and what each thread keeps private.
+
+A map is parallel unless it records or restores values (the tape is sequential): its
+plain writes must name a different element per iteration; accumulations into a
+scalar become per-thread partial sums (added up in thread order, so results do not
+depend on timing); accumulations that several iterations share use atomics.
+
+A counted loop is parallel when no element one iteration writes is accessed by
+another: every pair of accesses to a written array must agree, in some dimension,
+on the same expression ``a*v + g`` of the loop variable ``v`` (a != 0, g free of the
+loop's inner variables), so that equal elements imply equal iterations. Scalars
+written in the body must be private: written before any read in every iteration and
+never read outside the loop. Only the outermost parallel construct gets threads.
+"""
+from dataclasses import replace
+
+import sympy as sp
+
+from ..sdfg.nodes import (ConditionalRegion, Guard, LoopRegion, MapScope, MatMul, Pop, Push,
+                          Sequence, State, Tasklet, condition_containers, index_loads, walk)
+
+
+def parallelize(sdfg):
+    """The SDFG with its outermost parallel loops and maps marked."""
+    return sdfg.replace(body=_Marker(sdfg).region(sdfg.body))
+
+
+class _Marker:
+    def __init__(self, sdfg):
+        self.sdfg = sdfg
+
+    def region(self, region):
+        if isinstance(region, Sequence):
+            return Sequence(tuple(self.region(e) for e in region.elements))
+        if isinstance(region, LoopRegion):
+            private = self._parallel_loop(region)
+            if private is not None:
+                return replace(region, parallel=True, private=private)
+            return replace(region, body=self.region(region.body))
+        if isinstance(region, ConditionalRegion):
+            return ConditionalRegion(tuple((c, self.region(b)) for c, b in region.branches),
+                                     region.line)
+        return State(tuple(self._map(n) if isinstance(n, MapScope) else n
+                           for n in region.nodes), region.label)
+
+    def _map(self, node):
+        if any(not isinstance(t, Tasklet) for t in node.body):
+            return node
+        writes = {}
+        for t in node.body:
+            for m, _ in t.outputs:
+                writes.setdefault(m.data, []).append(m)
+        for name, memlets in writes.items():
+            plain = [m for m in memlets if not m.wcr]
+            if plain and (len({m.subset for m in memlets}) > 1
+                          or not injective(plain[0].subset, node.params)):
+                return node
+        return replace(node, parallel=True)
+
+    # ---- loops ------------------------------------------------------------------------
+    def _parallel_loop(self, loop):
+        """The private scalars if ``loop`` can run in parallel, else None."""
+        if loop.stop is None or loop.exit is not None or not loop.step.is_number:
+            return None
+        inner, writes, accesses = set(), {}, {}
+        for node, context in walk(loop.body):
+            inner |= {r.var for r in context if isinstance(r, LoopRegion)}
+            if isinstance(node, (Push, Pop, MatMul)):
+                return None
+            tasks = node.body if isinstance(node, MapScope) else (node,)
+            if isinstance(node, MapScope):
+                inner |= set(node.params)
+            if not all(isinstance(t, Tasklet) for t in tasks):
+                return None
+            for t in tasks:
+                for m, _ in t.outputs:
+                    writes.setdefault(m.data, []).append(m.subset)
+                    accesses.setdefault(m.data, []).append(m.subset)
+                for _, m in t.inputs:
+                    accesses.setdefault(m.data, []).append(m.subset)
+        private = []
+        for name, subsets in writes.items():
+            if self.sdfg.containers[name].is_scalar:
+                if not self._private(name, loop):
+                    return None
+                private.append(name)
+                continue
+            for w in subsets:
+                if any(not _same_iteration(w, a, loop.var, inner) for a in accesses[name]):
+                    return None
+        return tuple(private)
+
+    def _private(self, name, loop):
+        c = self.sdfg.containers[name]
+        if not c.transient:
+            return False
+        first = _first_access(loop.body, name)
+        if first != "write":
+            return False
+        return not _read_outside(self.sdfg.body, loop, name, self.sdfg.containers)
+
+
+def shared_sums(node):
+    """Containers a map accumulates into from several iterations (atomic updates);
+    sums into scalars are excluded (they use per-thread partial sums)."""
+    subsets = {}
+    for t in node.body:
+        for m, _ in t.outputs:
+            if m.wcr and m.subset:
+                subsets.setdefault(m.data, set()).add(m.subset)
+    return {name for name, s in subsets.items()
+            if len(s) > 1 or not injective(next(iter(s)), node.params)}
+
+
+def injective(subset, params):
+    """Each parameter alone, with a nonzero constant coefficient, in some dimension."""
+    return all(any(_isolates(e, p, set(params) - {p}) for e in subset) for p in params)
+
+
+def _isolates(e, v, others):
+    e = sp.expand(e)
+    a = sp.diff(e, v)
+    if not a.is_number or a == 0 or index_loads(e):
+        return False
+    return not ((e - a * v).free_symbols & others)
+
+
+def _same_iteration(w, a, v, inner):
+    """Whether accesses ``w`` and ``a`` can only touch one element in one iteration."""
+    return any(sp.expand(x - y) == 0 and _isolates(x, v, inner) for x, y in zip(w, a))
+
+
+def _first_access(region, name):
+    """'write' if the body's first access to the scalar is an unconditional write not
+    reading it; 'read' otherwise; None if it is never accessed."""
+    for element in region.elements:
+        if isinstance(element, State):
+            for node in element.nodes:
+                if isinstance(node, Tasklet):
+                    if any(m.data == name for _, m in node.inputs):
+                        return "read"
+                    if any(m.data == name for m, _ in node.outputs):
+                        return "write"
+                elif _mentions(node, name):
+                    return "read"
+        elif _mentions(element, name):
+            return "read"
+    return None
+
+
+def _mentions(region, name):
+    for node, context in walk(region if not isinstance(region, (Tasklet, MapScope))
+                              else State((region,))):
+        tasks = node.body if isinstance(node, MapScope) else (node,)
+        for t in tasks:
+            if isinstance(t, Tasklet) and (any(m.data == name for _, m in t.inputs)
+                                           or any(m.data == name for m, _ in t.outputs)):
+                return True
+        if any(isinstance(r, Guard) and name in {s.name for s in r.condition.free_symbols}
+               for r in context):
+            return True
+    return False
+
+
+def _read_outside(body, loop, name, containers):
+    for node, context in walk(body):
+        if any(r is loop for r in context):
+            continue
+        tasks = node.body if isinstance(node, MapScope) else (node,)
+        if any(isinstance(t, Tasklet) and any(m.data == name for _, m in t.inputs)
+               for t in tasks):
+            return True
+        if any(isinstance(r, Guard) and name in condition_containers(r.condition, containers)
+               for r in context):
+            return True
+    return False

@@ -1,0 +1,88 @@
+"""Parallel loops and maps (OpenMP): which are parallel, and that threads change nothing
+but the rounding of sums."""
+import numpy as np
+import pytest
+
+from adjoint import float64, grad, kernel, options, symbol
+from adjoint.analysis.parallel import parallelize
+from adjoint.sdfg.nodes import LoopRegion, MapScope, walk
+
+N = symbol("N")
+
+
+@kernel
+def jacobi(A: float64[N, N], B: float64[N, N], T: int) -> float:
+    for t in range(T):
+        for i in range(1, N - 1):
+            for j in range(1, N - 1):
+                B[i, j] = 0.2 * (A[i, j] + A[i, j - 1] + A[i, j + 1] + A[i + 1, j] + A[i - 1, j])
+        A[1:-1, 1:-1] = np.tanh(B[1:-1, 1:-1])
+    return np.sum(A * A)
+
+
+@kernel
+def row_norms(A: float64[N, N], out: float64[N]) -> float:
+    for i in range(N):
+        s = 0.0                      # private to each row
+        for j in range(N):
+            s += A[i, j] * A[i, j]
+        out[i] = np.sqrt(s)
+    return np.sum(out)
+
+
+@kernel
+def seidel_row(A: float64[N, N]) -> float:
+    total = 0.0
+    for i in range(1, N - 1):
+        for j in range(1, N - 1):
+            A[i, j] = 0.25 * (A[i - 1, j] + A[i, j - 1] + A[i + 1, j] + A[i, j + 1])
+        total += A[i, 1]             # carried from row to row
+    return total
+
+
+def _parallel_vars(k, args):
+    spec = k.specialize(args)
+    marked = parallelize(spec.sdfg)
+    out = set()
+    for node, context in walk(marked.body):
+        out |= {str(r.var) for r in context if isinstance(r, LoopRegion) and r.parallel}
+        if isinstance(node, MapScope) and node.parallel:
+            out.add("map")
+    return out
+
+
+def test_dependence_analysis():
+    A = np.ones((6, 6))
+    assert _parallel_vars(jacobi, (A, A.copy(), 1)) == {"i", "map"}   # not t, not j (inside)
+    assert _parallel_vars(row_norms, (A, np.ones(6))) == {"i", "map"}
+    assert _parallel_vars(seidel_row, (A,)) == set()        # rows depend on rows
+
+
+@pytest.mark.parametrize("k,make", [
+    (jacobi, lambda r: (r.random((240, 240)), np.zeros((240, 240)), 3)),
+    (row_norms, lambda r: (r.random((260, 260)), np.zeros(260)))], ids=["jacobi", "rows"])
+def test_threads_change_only_the_rounding_of_sums(k, make, monkeypatch):
+    args = make(np.random.default_rng(0))
+    results = {}
+    for threads in (1, 2, 2):
+        monkeypatch.setattr(options, "threads", threads)
+        work = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+        ret = k(*work)
+        g = grad(k, wrt="A")(*args)
+        results.setdefault(threads, []).append((ret, work, g))
+    (r1, w1, g1), = results[1]
+    (r2, w2, g2), (r2b, w2b, g2b) = results[2]
+    assert r2 == r2b and np.array_equal(g2, g2b)          # deterministic with 2 threads
+    for a, b in zip(w1, w2):
+        if isinstance(a, np.ndarray):
+            assert np.array_equal(a, b)                       # elementwise work: identical
+    assert r2 == pytest.approx(r1, rel=1e-13)                 # sums: rounding only
+    np.testing.assert_allclose(g2, g1, rtol=1e-12)
+    ref = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    assert r1 == pytest.approx(k.py_func(*ref), rel=1e-11)
+
+
+def test_generated_code_uses_openmp_where_it_pays():
+    jacobi(np.ones((5, 5)), np.ones((5, 5)), 1)
+    source = next(iter(jacobi._specs.values())).forward.source
+    assert source.count("#pragma omp parallel for") == 1 and "if(" in source
