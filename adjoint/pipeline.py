@@ -3,6 +3,9 @@
     [Python source] --frontend--> SDFG --validate--> --bounds--> proofs + runtime checks
     SDFG --autodiff--> recording forward + reverse sweep, or the tangent-linear SDFG
     SDFG(s) --codegen--> C source --runtime--> shared library loaded through cffi
+
+Each stage's artefacts are also kept on disk (runtime/artefacts.py), keyed by the
+kernel's fingerprint, so a warm start skips every stage but loading the library.
 """
 from dataclasses import dataclass
 
@@ -10,8 +13,9 @@ from .analysis.bounds import index_checks
 from .analysis.parallel import parallelize
 from .autodiff import Adjoint, differentiate, linearize
 from .codegen import COUNTS, Layout, generate_module
-from .frontend import parse
+from .frontend import fingerprint, parse
 from .runtime import CompiledModule, build_module, load
+from .runtime.artefacts import cached, digest
 from .runtime.blas import blas
 from .sdfg import SDFG, validate
 
@@ -23,6 +27,7 @@ class Forward:
     layout: Layout
     source: str
     module: CompiledModule
+    key: str = ""          # what derived artefacts are cached under
 
 
 @dataclass(frozen=True)
@@ -34,10 +39,15 @@ class Backward:
 
 
 def lower_forward(src, name, types) -> Forward:
+    key = digest("forward", fingerprint(src), name, sorted(types.items(), key=str))
+    return cached(key, lambda: _lower_forward(src, name, types, key))
+
+
+def _lower_forward(src, name, types, key):
     sdfg = validate(parse(src, name, types))                     # Python AST -> SDFG
     checks = tuple(index_checks(sdfg))                            # prove indices in bounds
     layout = Layout(sdfg.symbols, tuple(sdfg.containers.values()))
-    return Forward(sdfg, checks, layout, *_build(layout, [sdfg], checks, (), name))
+    return Forward(sdfg, checks, layout, *_build(layout, [sdfg], checks, (), name), key)
 
 
 def _build(layout, entries, checks, counted, name):
@@ -52,6 +62,11 @@ def _build(layout, entries, checks, counted, name):
 
 def lower_backward(forward: Forward, wrt, outputs) -> Backward:
     """Entry points 3r, 3r+1, 3r+2: forward, record and reverse of region r."""
+    return cached(digest("backward", forward.key, sorted(wrt), sorted(outputs)),
+                  lambda: _lower_backward(forward, wrt, outputs))
+
+
+def _lower_backward(forward, wrt, outputs):
     adj = differentiate(forward.sdfg, wrt, outputs)               # SDFG -> reverse-mode SDFGs
     entries = [s for r in adj.regions for s in (r.forward, r.record, r.reverse)]
     for sdfg in entries:
@@ -72,6 +87,11 @@ class Tangent:
 
 
 def lower_tangent(forward: Forward, wrt) -> Tangent:
+    return cached(digest("tangent", forward.key, sorted(wrt)),
+                  lambda: _lower_tangent(forward, wrt))
+
+
+def _lower_tangent(forward, wrt):
     sdfg, varied = linearize(forward.sdfg, wrt)                  # SDFG -> tangent-linear SDFG
     validate(sdfg)
     layout = Layout(sdfg.symbols, tuple(sdfg.containers.values()))

@@ -1,5 +1,6 @@
 """Locate a kernel's source and resolve the types of its arguments."""
 import ast
+import hashlib
 import inspect
 import re
 import textwrap
@@ -62,6 +63,26 @@ def _nonlocals(func):
         except ValueError:          # not assigned yet
             pass
     return out
+
+
+def fingerprint(src: KernelSource, _seen=None) -> str:
+    """A digest of everything a kernel's SDFG depends on: its code and where it sits
+    (messages carry file and line), and the same of every function it calls."""
+    seen = set() if _seen is None else _seen
+    h = hashlib.sha256(f"{ast.dump(src.tree)}|{src.filename}|{src.first_line}|"
+                       f"{src.indent}".encode())
+    for name in sorted({n.id for n in ast.walk(src.tree) if isinstance(n, ast.Name)}):
+        value = src.globals.get(name)
+        func = getattr(value, "__wrapped__", value)
+        if inspect.isfunction(func) and id(func) not in seen:
+            seen.add(id(func))
+            try:
+                h.update(fingerprint(read_source(func), seen).encode())
+            except KernelSyntaxError:
+                h.update(repr(func).encode())
+        elif isinstance(value, (int, float, str, sp.Basic)):
+            h.update(f"{name}={value!r}".encode())
+    return h.hexdigest()
 
 
 def declared_types(func):

@@ -1,0 +1,50 @@
+"""Pipeline artefacts kept on disk beside the compiled modules, so that a process
+that finds a kernel already built skips parsing, differentiation and code generation.
+
+An artefact (a frozen dataclass with a ``module`` field) is pickled without its loaded
+module, under a key covering everything it was derived from plus the engine version
+and the build options; the shared library is loaded again from its path. Files are
+written atomically into the per-user cache directory; a damaged or stale entry is
+rebuilt.
+"""
+import dataclasses
+import hashlib
+import logging
+import os
+import pickle
+import tempfile
+
+from ..options import options
+from .blas import blas
+from .build import ENGINE_VERSION, cache_dir
+from .module import load
+
+log = logging.getLogger("adjoint.runtime")
+
+
+def digest(*parts):
+    h = hashlib.sha256()
+    for part in parts + (ENGINE_VERSION, options.compiler, tuple(options.cflags), blas()):
+        h.update(repr(part).encode())
+        h.update(b"\0")
+    return h.hexdigest()[:32]
+
+
+def cached(key, compute):
+    """``compute()``'s artefact, from disk when an entry for ``key`` exists."""
+    path = cache_dir() / f"{key}.artefact"
+    try:
+        artefact, so, counts = pickle.loads(path.read_bytes())
+        if so.exists():
+            log.debug("artefact %s loaded from cache", key)
+            return dataclasses.replace(artefact, module=load(so, counts))
+    except (OSError, EOFError, pickle.PickleError, AttributeError, ImportError, ValueError):
+        pass
+    artefact = compute()
+    data = pickle.dumps((dataclasses.replace(artefact, module=None), artefact.module.path,
+                         artefact.module.counts))
+    fd, tmp = tempfile.mkstemp(suffix=".artefact", dir=path.parent)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+    os.replace(tmp, path)
+    return artefact
