@@ -160,3 +160,26 @@ def test_parse_bytes(text, value):
 def test_parse_bytes_rejects_nonsense():
     with pytest.raises(ValueError, match="512MiB"):
         parse_bytes("lots")
+
+
+@pytest.mark.parametrize("n,s", [(10, 2), (37, 3), (100, 4), (1000, 9)])
+def test_revolve_costs_count_the_schedule(n, s):
+    from adjoint.autodiff.revolve import costs
+    actions = schedule(n, s)
+    assert costs(n, s) == (sum(a[2] - a[1] for a in actions if a[0] == "advance"),
+                           sum(a[0] == "snapshot" for a in actions),
+                           sum(a[0] == "restore" for a in actions))
+
+
+def test_long_loops_plan_and_checkpoint(monkeypatch):
+    """Thousands of steps: the planner never builds deep recursions; the engine-wide
+    revolve_snapshots option is honoured."""
+    from adjoint import options
+    args = _burgers_args(n=6, T=3000)
+    reference = grad(burgers, wrt="u", policy="store_all")(*args)
+    monkeypatch.setattr(options, "memory_policy", "revolve")
+    monkeypatch.setattr(options, "revolve_snapshots", 12)
+    got = grad(burgers, wrt="u")(*args)
+    sweep = burgers._specs[next(iter(burgers._specs))].last_sweep
+    assert [str(o) for o in sweep.plan.choices][0] == "revolve(12)"
+    assert np.array_equal(got, reference)

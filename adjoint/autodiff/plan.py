@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import pulp
 
 from ..errors import AdjointError
-from .revolve import advances
+from .revolve import MAX_SNAPSHOTS, costs
 
 log = logging.getLogger("adjoint.plan")
 
@@ -77,18 +77,23 @@ def options_for(c: Candidate):
             Option("recompute", c.snapshot_bytes, c.snapshot_bytes + c.tape_bytes, c.cost)]
     if c.trips >= 2 and c.state_bytes > 0:
         per_iteration = c.cost / c.trips
-        for s in _snapshot_counts(c.trips):
+        copy = c.state_bytes / 8            # work of saving or restoring the loop state
+        for s in snapshot_counts(c.trips):
+            repeats, saves, restores = costs(c.trips, s)
             during = c.snapshot_bytes + (s - 1) * c.state_bytes + c.iteration_tape_bytes
             opts.append(Option("revolve", c.snapshot_bytes, during,
-                               per_iteration * (advances(c.trips, s) + c.trips), s))
+                               per_iteration * (repeats + c.trips) + copy * (saves + restores),
+                               s))
     return opts
 
 
-def _snapshot_counts(trips):
+def snapshot_counts(trips):
+    """The snapshot counts the planner considers: 1, 2, 3, 4, 6, 8, 12, ... (steps of
+    1.5x or 4/3x), below the trip count and at most MAX_SNAPSHOTS."""
     counts, s = [], 1
-    while s < trips:
+    while s < min(trips, MAX_SNAPSHOTS + 1):
         counts.append(s)
-        s = s * 2 if s >= 4 else s + 1
+        s = s + 1 if s < 4 else (s * 3) // 2 if s % 2 == 0 else (s * 4) // 3
     return counts
 
 
@@ -113,7 +118,7 @@ def solve(candidates, base, budget, reusable=False, policy="ilp", snapshots=None
     elif policy == "recompute_all":
         choices = tuple(m[1] for m in menus)
     elif policy == "revolve":
-        choices = tuple(_revolve_choice(m, snapshots) for m in menus)
+        choices = tuple(_revolve_choice(m, c, snapshots) for m, c in zip(menus, candidates))
     elif policy == "ilp":
         choices = _ilp(menus, base, budget, reusable)
     else:
@@ -129,12 +134,18 @@ def solve(candidates, base, budget, reusable=False, policy="ilp", snapshots=None
     return plan
 
 
-def _revolve_choice(menu, snapshots):
-    revolves = [o for o in menu if o.kind == "revolve"]
-    if not revolves:
+def _revolve_choice(menu, candidate, snapshots):
+    """revolve(snapshots) exactly for a checkpointable loop; other regions store."""
+    if candidate.trips < 2 or candidate.state_bytes <= 0:
         return menu[0]
-    fitting = [o for o in revolves if o.snapshots <= (snapshots or 1)]
-    return max(fitting, key=lambda o: o.snapshots) if fitting else revolves[0]
+    s = max(1, min(snapshots or 1, candidate.trips - 1, MAX_SNAPSHOTS))
+    repeats, saves, restores = costs(candidate.trips, s)
+    per_iteration = candidate.cost / candidate.trips
+    during = candidate.snapshot_bytes + (s - 1) * candidate.state_bytes + \
+        candidate.iteration_tape_bytes
+    return Option("revolve", candidate.snapshot_bytes, during,
+                  per_iteration * (repeats + candidate.trips)
+                  + candidate.state_bytes / 8 * (saves + restores), s)
 
 
 def _ilp(menus, base, budget, reusable):

@@ -11,7 +11,10 @@ The schedule is a list of actions the runtime executes:
     ("free", k)         drop the snapshot at k
     ("reverse", k)      record iteration k, then run its reverse sweep
 """
+import functools
 from math import comb
+
+MAX_SNAPSHOTS = 256     # keeps the schedule's recursion shallow (depth <= s + r)
 
 
 def beta(s, r):
@@ -23,8 +26,9 @@ def schedule(n, s):
     and a snapshot of it; at most ``s`` snapshots are held at once."""
     if n < 1:
         return []
-    if s < 1:
-        raise ValueError("revolve needs at least one snapshot (the loop's entry state)")
+    if not 1 <= s <= MAX_SNAPSHOTS:
+        raise ValueError(f"revolve takes 1 to {MAX_SNAPSHOTS} snapshots (the loop's entry "
+                         f"state included), not {s}")
     out = []
     _reverse(0, n, s, out, at_lo=True)
     return out
@@ -46,11 +50,7 @@ def _reverse(lo, hi, s, out, at_lo):
                 out.append(("advance", lo, k))
             out.append(("reverse", k))
         return
-    r = 1
-    while beta(s, r) < n:
-        r += 1
-    second = min(beta(s - 1, r), n - 1)
-    mid = hi - second
+    mid = lo + _split(n, s)
     if not at_lo:
         out.append(("restore", lo))
     out.append(("advance", lo, mid))
@@ -60,9 +60,31 @@ def _reverse(lo, hi, s, out, at_lo):
     _reverse(lo, mid, s, out, at_lo=False)
 
 
+def _split(n, s):
+    """Iterations before the snapshot that halves a reversal of ``n`` with ``s`` slots."""
+    r = 1
+    while beta(s, r) < n:
+        r += 1
+    return n - min(beta(s - 1, r), n - 1)
+
+
+@functools.lru_cache(maxsize=None)
+def costs(n, s):
+    """(iterations re-executed, snapshots taken, restores) of :func:`schedule`, from its
+    recursion without building it (memoised: the planner asks for many ``s``)."""
+    if n <= 1:
+        return 0, 0, 0
+    if s == 1:
+        return n * (n - 1) // 2, 0, n - 1
+    first = _split(n, s)
+    a1, s1, r1 = costs(n - first, s - 1)
+    a2, s2, r2 = costs(first, s)
+    return first + a1 + a2, 1 + s1 + s2, 1 + r1 + r2
+
+
 def advances(n, s):
     """Iterations re-executed (without recording) by :func:`schedule`."""
-    return sum(a[2] - a[1] for a in schedule(n, s) if a[0] == "advance")
+    return costs(n, s)[0]
 
 
 def peak_snapshots(n, s):
