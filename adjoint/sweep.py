@@ -97,6 +97,7 @@ class Sweep:
     def _plan(self, budget, policy, snapshots):
         budget = parse_bytes(options.memory_budget if budget is None else budget)
         policy = policy or options.memory_policy
+        snapshots = snapshots or options.revolve_snapshots
         regions = self.adj.regions
         later = [frozenset().union(*(r.writes for r in regions[i:])) for i in range(len(regions))]
         self.inputs = [(r.reads | r.writes) & later[i] & self.primal
