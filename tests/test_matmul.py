@@ -36,6 +36,15 @@ def mixed_operands(A: float64[N, K], v: float64[N], w: float32[K]) -> float:
     return np.sum(np.matmul(A, w) * v) + u.dot(u)
 
 
+@kernel
+def contractions(A: float64[N, K], B: float64[M, K], x: float64[N], y: float64[K]) -> float:
+    C = np.einsum("ik,jk->ij", A, B)             # a matrix product: BLAS
+    v = np.einsum("ij,j->i", A, y)
+    t = np.einsum("ij,ij->", A, A) + np.einsum("i,i", x, x)
+    D = np.outer(x, y) * A
+    return np.sum(C * C) + np.sum(v) + t + np.einsum("ii", C @ C.T) + np.sum(D)
+
+
 def _args(k, rng):
     return {
         "mlp": (rng.standard_normal((5, 3)), rng.standard_normal((3, 4)),
@@ -44,10 +53,12 @@ def _args(k, rng):
         "recurrent": (0.4 * rng.standard_normal((5, 5)), rng.standard_normal(5), 4),
         "mixed_operands": (rng.standard_normal((4, 3)), rng.standard_normal(4),
                            rng.standard_normal(3).astype(np.float32)),
+        "contractions": (rng.standard_normal((3, 4)), rng.standard_normal((5, 4)),
+                         rng.standard_normal(3), rng.standard_normal(4)),
     }[k.__name__]
 
 
-KERNELS = [mlp, gram, recurrent, mixed_operands]
+KERNELS = [mlp, gram, recurrent, mixed_operands, contractions]
 
 
 def _copy(args):
@@ -99,3 +110,23 @@ def test_mismatched_inner_sizes():
         return np.sum(A @ B)
     with pytest.raises(BoundsError, match="do not match"):
         checked(np.ones((2, 3)), np.ones((4, 2)))
+
+
+def bad_operands(A: float64[3, 3]) -> float:
+    return np.sum(np.einsum("ij,jk", A))
+
+
+def bad_ellipsis(A: float64[3, 3]) -> float:
+    return np.sum(np.einsum("i...->i", A))
+
+
+def bad_output(A: float64[3, 3]) -> float:
+    return np.sum(np.einsum("ij->iq", A))
+
+
+@pytest.mark.parametrize("func,message", [(bad_operands, "one or two operands"),
+                                          (bad_ellipsis, "no ellipsis"),
+                                          (bad_output, "from the inputs")])
+def test_einsum_errors_name_the_problem(func, message):
+    with pytest.raises(KernelSyntaxError, match=message):
+        kernel(func)(np.ones((3, 3)))

@@ -285,6 +285,20 @@ def _matmul(b, node, args):
                   b.expr(_required(b, node, args, "b")))
 
 
+def _outer(b, node, args):
+    from .array_matmul import outer
+    return outer(b, node, b.expr(_required(b, node, args, "a")),
+                 b.expr(_required(b, node, args, "b")))
+
+
+def _einsum(b, node, args):
+    from .array_matmul import einsum
+    spec = _required(b, node, args, "subscripts")
+    if not (isinstance(spec, ast.Constant) and isinstance(spec.value, str)):
+        raise b.src.error(node, "np.einsum needs its subscripts as a string constant")
+    return einsum(b, node, spec.value, [b.expr(args[k]) for k in VARARGS if k in args])
+
+
 # ---- reductions ---------------------------------------------------------------------------
 def _reduce(kind):
     def handler(b, node, args):
@@ -339,6 +353,8 @@ NUMPY = {
     "std": (_reduce("std"), REDUCE_ARGS, REDUCE_KEYWORDS),
     "dot": (_matmul, ("a", "b"), ()),
     "matmul": (_matmul, ("a", "b"), ()),
+    "outer": (_outer, ("a", "b"), ()),
+    "einsum": (_einsum, ("subscripts",) + VARARGS, ()),
 }
 METHODS = {name: NUMPY[name] for name in ("sum", "prod", "max", "min", "mean", "var", "std",
                                           "any", "all")}

@@ -1,4 +1,6 @@
-"""``@``, ``np.dot``, ``np.matmul``, ``.dot``: matrix products as MatMul library nodes.
+"""``@``, ``np.dot``, ``np.matmul``, ``.dot``: matrix products as MatMul library nodes;
+``np.outer`` and ``np.einsum`` (products summed over dropped indices, BLAS when the
+contraction is a matrix product).
 
 Operands that are whole float64 containers (or the transpose of one) are used in
 place; anything else (slices, expressions, float32) is first stored into a float64
@@ -7,7 +9,7 @@ reads. NumPy's rules for 1-D operands: a left vector is a row, a right vector a
 column, and the result drops that axis (vector @ vector is a number).
 """
 from ..sdfg import MatMul, State
-from .array_shapes import AXES, ONE, ArrayExpr, fmt_shape
+from .array_shapes import AXES, ONE, ArrayExpr, fmt_shape, transpose
 from .array_stores import store, temporary
 
 
@@ -50,3 +52,76 @@ def _dims(shape, column):
     if len(shape) == 2:
         return tuple(shape)
     return (shape[0], ONE) if column else (ONE, shape[0])
+
+
+def outer(b, node, left, right):
+    """``np.outer``: every product of the flattened operands, elementwise (no BLAS)."""
+    if left.rank != 1 or right.rank != 1:
+        raise b.src.error(node, "np.outer takes two 1-D arrays here")
+    return ArrayExpr((left.shape[0], right.shape[0]),
+                     lambda index: left.at((index[0],)) * right.at((index[1],)))
+
+
+def einsum(b, node, spec, operands):
+    """``np.einsum`` of one or two operands with explicit or implicit output: a product
+    over every index, summed over the indices the output drops; a two-operand
+    contraction that is a matrix product goes to :func:`matmul`."""
+    inputs, output = _parse_einsum(b, node, spec, len(operands))
+    sizes = {}
+    for letters, value in zip(inputs, operands):
+        if len(letters) != value.rank:
+            raise b.src.error(node, f"einsum subscripts {letters!r} for an operand of shape "
+                                    f"{fmt_shape(value.shape)}")
+        for letter, n in zip(letters, value.shape):
+            if letter in sizes:
+                b.agree(node, sizes[letter], n, value.shape, value.shape)
+            sizes.setdefault(letter, n)
+    product = _as_matmul(b, node, inputs, output, operands)
+    if product is not None:
+        return product
+    letters = list(output) + sorted(set("".join(inputs)) - set(output))
+
+    def at(index):
+        where = dict(zip(letters, index))
+        value = ONE
+        for subs, operand in zip(inputs, operands):
+            value = value * operand.at(tuple(where[c] for c in subs))
+        return value
+    full = ArrayExpr(tuple(sizes[c] for c in letters), at)
+    dropped = tuple(range(len(output), len(letters)))
+    from .array_reductions import reduction
+    return reduction(b, node, "sum", full, dropped, False)
+
+
+def _parse_einsum(b, node, spec, count):
+    text = spec.replace(" ", "")
+    if "." in text or not all(c.isalpha() or c in ",->" for c in text):
+        raise b.src.error(node, f"einsum subscripts {spec!r}: letters, commas and -> only "
+                                "(no ellipsis)")
+    left, _, right = text.partition("->")
+    inputs = left.split(",")
+    if len(inputs) != count or count not in (1, 2):
+        raise b.src.error(node, f"einsum {spec!r} with {count} operands: one or two operands, "
+                                "one subscript each")
+    every = "".join(inputs)
+    output = right if "->" in text else "".join(sorted(c for c in set(every)
+                                                          if every.count(c) == 1))
+    if len(set(output)) != len(output) or set(output) - set(every):
+        raise b.src.error(node, f"einsum output {output!r}: each letter once, from the inputs")
+    return inputs, output
+
+
+def _as_matmul(b, node, inputs, output, operands):
+    """'ik,kj->ij' and its transposed variants as one matrix product (BLAS)."""
+    if len(inputs) != 2 or any(len(s) != 2 for s in inputs) or len(output) != 2:
+        return None
+    (a, c), (d, e) = inputs
+    shared = set(inputs[0]) & set(inputs[1])
+    if len(shared) != 1 or set(output) != set(inputs[0] + inputs[1]) - shared:
+        return None
+    k = shared.pop()
+    left = operands[0] if c == k else transpose(operands[0], [1, 0])
+    right = operands[1] if d == k else transpose(operands[1], [1, 0])
+    i, j = (a if c == k else c), (e if d == k else d)
+    product = matmul(b, node, left, right)
+    return product if output == i + j else transpose(product, [1, 0])
