@@ -55,6 +55,8 @@ class _Marker:
             if plain and (len({m.subset for m in memlets}) > 1
                           or not injective(plain[0].subset, node.params)):
                 return node
+        if shared_sums(node):       # scatters (stencil adjoints): atomics cost more than
+            return node             # the second core gives; they stay sequential
         return replace(node, parallel=True)
 
     # ---- loops ------------------------------------------------------------------------
@@ -149,12 +151,16 @@ def _first_access(region, name):
 
 
 def _mentions(region, name):
-    for node, context in walk(region if not isinstance(region, (Tasklet, MapScope))
-                              else State((region,))):
+    dataflow = (Tasklet, MapScope, MatMul, Push, Pop)
+    for node, context in walk(State((region,)) if isinstance(region, dataflow) else region):
         tasks = node.body if isinstance(node, MapScope) else (node,)
         for t in tasks:
             if isinstance(t, Tasklet) and (any(m.data == name for _, m in t.inputs)
                                            or any(m.data == name for m, _ in t.outputs)):
+                return True
+            if isinstance(t, (Push, Pop)) and t.memlet.data == name:
+                return True
+            if isinstance(t, MatMul) and name in (t.out, t.a, t.b):
                 return True
         if any(isinstance(r, Guard) and name in {s.name for s in r.condition.free_symbols}
                for r in context):

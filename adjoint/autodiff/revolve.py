@@ -35,29 +35,24 @@ def schedule(n, s):
 
 
 def _reverse(lo, hi, s, out, at_lo):
-    n = hi - lo
-    if n == 1:
+    """Reverse iterations lo..hi-1; the first part of every split is handled by the loop
+    (not by recursion), so the depth stays below ``s``."""
+    while hi - lo > 1 and s > 1:
+        mid = lo + _split(hi - lo, s)
         if not at_lo:
             out.append(("restore", lo))
-        out.append(("reverse", lo))
-        return
-    if s == 1:
-        for k in range(hi - 1, lo - 1, -1):
-            if not at_lo:
-                out.append(("restore", lo))
-            at_lo = False
-            if k > lo:
-                out.append(("advance", lo, k))
-            out.append(("reverse", k))
-        return
-    mid = lo + _split(n, s)
-    if not at_lo:
-        out.append(("restore", lo))
-    out.append(("advance", lo, mid))
-    out.append(("snapshot", mid))
-    _reverse(mid, hi, s - 1, out, at_lo=True)
-    out.append(("free", mid))
-    _reverse(lo, mid, s, out, at_lo=False)
+        out.append(("advance", lo, mid))
+        out.append(("snapshot", mid))
+        _reverse(mid, hi, s - 1, out, at_lo=True)
+        out.append(("free", mid))
+        hi, at_lo = mid, False
+    for k in range(hi - 1, lo - 1, -1):         # one slot left (or one iteration)
+        if not at_lo:
+            out.append(("restore", lo))
+        at_lo = False
+        if k > lo:
+            out.append(("advance", lo, k))
+        out.append(("reverse", k))
 
 
 def _split(n, s):
@@ -72,14 +67,15 @@ def _split(n, s):
 def costs(n, s):
     """(iterations re-executed, snapshots taken, restores) of :func:`schedule`, from its
     recursion without building it (memoised: the planner asks for many ``s``)."""
-    if n <= 1:
-        return 0, 0, 0
-    if s == 1:
-        return n * (n - 1) // 2, 0, n - 1
-    first = _split(n, s)
-    a1, s1, r1 = costs(n - first, s - 1)
-    a2, s2, r2 = costs(first, s)
-    return first + a1 + a2, 1 + s1 + s2, 1 + r1 + r2
+    advanced = saved = restored = 0
+    while n > 1 and s > 1:
+        first = _split(n, s)
+        a, b, c = costs(n - first, s - 1)
+        advanced, saved, restored = advanced + first + a, saved + 1 + b, restored + 1 + c
+        n = first
+    if n > 1:                                   # one slot: quadratic
+        advanced, restored = advanced + n * (n - 1) // 2, restored + n - 1
+    return advanced, saved, restored
 
 
 def advances(n, s):

@@ -284,8 +284,8 @@ class _Generator:
         from the ranges, outer variables at their start): smaller ones lose to the
         cost of starting threads."""
         volume, outer = sp.Integer(1), {}
-        for region in [loop] + [r for _, ctx in walk(loop.body) for r in ctx
-                                if isinstance(r, LoopRegion)][:3]:
+        deepest = max((ctx for _, ctx in walk(loop.body)), key=len, default=())
+        for region in [loop] + [r for r in deepest if isinstance(r, LoopRegion)][:2]:
             if region.stop is None or index_loads(region.start) or index_loads(region.stop):
                 continue
             trip = sp.Max((region.stop - region.start).subs(outer), 1)
@@ -395,12 +395,15 @@ class _Generator:
         for sym, e in temps:
             self.emit(f"const double {c_name(sym, self.names)} = {self.value.doprint(e)};")
         for (m, _), e in zip(t.outputs, exprs):
-            op = "+=" if m.wcr == "sum" else "="
-            if m in self.atomic:
-                self.emit("#pragma omp atomic")
-            self.emit(f"{self.access(m)} {op} {self.value.doprint(e)};")
+            self._write(m, self.value.doprint(e))
         self.value.late = set()
         self.close()
+
+    def _write(self, m, value):
+        op = "+=" if m.wcr == "sum" else "="
+        if m in self.atomic:
+            self.emit("#pragma omp atomic")
+        self.emit(f"{self.access(m)} {op} {value};")
 
     def _map(self, node):
         for p, (a, b, s) in zip(node.params, node.ranges):
@@ -430,8 +433,7 @@ class _Generator:
             self.emit(f"double sc_sum_{name} = 0.0; double *restrict v_{name} = &sc_sum_{name};")
         self.emit("#pragma omp single")
         self.emit("sc_nt = omp_get_num_threads();")
-        collapse = f" collapse({len(node.params)})" if len(node.params) > 1 else ""
-        self.emit(f"#pragma omp for schedule(static){collapse}")
+        self.emit("#pragma omp for schedule(static)")     # outer axis: inner ones vectorise
         self.in_parallel = True
         self._map(node)
         self.in_parallel, self.atomic = False, set()
