@@ -8,6 +8,7 @@ Outputs go to Hydra's run directory (outputs/<date>/<time>_<model>-<task>_<pid>-
 the task's files plus .hydra/ (config, overrides) and run.log. Exits 1 when a task's
 check fails (gradcheck).
 """
+import os
 import sys
 
 import hydra
@@ -16,6 +17,12 @@ from hydra.core.hydra_config import HydraConfig
 from simcore.config import CONFIG_DIR, register_configs
 
 register_configs()
+# Jobs that launchers start in new processes (hydra/launcher=local|slurm) unpickle
+# simcore's configs: let them import it from this checkout even when it is not installed.
+_ROOT = os.path.dirname(os.path.abspath(__file__))
+if _ROOT not in os.environ.get("PYTHONPATH", "").split(os.pathsep):
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_ROOT,
+                                                             os.environ.get("PYTHONPATH")]))
 
 
 @hydra.main(config_path=CONFIG_DIR, config_name="config", version_base="1.3")

@@ -7,8 +7,15 @@
     def smooth(A: float64[N, N], T: int) -> float:
         ...
 """
-from .api import Kernel, grad, jvp, kernel, value_and_grad, vjp
-from .errors import (AdjointError, ArgumentError, BoundsError, CompileError,
+import os
+
+# Threads of OpenMP regions spin only briefly when idle: the engine calls many short
+# parallel kernels (checkpointing replays loops piece by piece), and long spinning
+# steals the cores from the thread that has work. Set the variable to override.
+os.environ.setdefault("GOMP_SPINCOUNT", "10000")
+
+from .api import Kernel, grad, jvp, kernel, value_and_grad, vjp  # noqa: E402
+from .errors import (AdjointError, ArgumentError, BoundsError, CompileError, DeviceError,
                      KernelSyntaxError)
 from .options import configure, options
 from .types import float32, float64, int32, int64, symbol
@@ -16,4 +23,4 @@ from .types import float32, float64, int32, int64, symbol
 __version__ = "0.1.0"
 __all__ = ["Kernel", "kernel", "grad", "value_and_grad", "vjp", "jvp", "symbol", "float64",
            "float32", "int64", "int32", "configure", "options", "AdjointError", "ArgumentError",
-           "BoundsError", "CompileError", "KernelSyntaxError"]
+           "BoundsError", "CompileError", "DeviceError", "KernelSyntaxError"]

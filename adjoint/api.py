@@ -9,6 +9,7 @@ import sympy as sp
 from . import pipeline
 from .autodiff import tangent_name
 from .errors import AdjointError, ArgumentError, BoundsError
+from .options import options
 from .sweep import Sweep
 from .frontend import RESULT, declared_types, read_source, type_of_value
 from .runtime.arguments import bind
@@ -39,7 +40,7 @@ class Kernel:
             raise ArgumentError(f"{self.__name__}() takes {len(names)} arguments "
                                 f"({', '.join(names)}), got {len(args)}")
         types = {n: self._declared[n] or type_of_value(n, v) for n, v in zip(names, args)}
-        key = tuple((n, _type_key(t)) for n, t in types.items())
+        key = (options.device,) + tuple((n, _type_key(t)) for n, t in types.items())
         if key not in self._specs:
             if self._source is None:
                 self._source = read_source(self.__wrapped__)
@@ -130,11 +131,15 @@ class Specialization:
 
     def zeros(self, container, syms):
         """A flat zero buffer for ``container`` at the sizes ``syms``."""
+        return np.zeros(self.volume(container, syms), container.dtype)
+
+    def volume(self, container, syms):
+        """Number of elements of ``container`` at the sizes ``syms``."""
         key = (container.name, syms[:-2].tobytes())
         if key not in self._sizes:
             env = dict(zip(self.sdfg.symbols, (int(v) for v in syms[:-2])))
             self._sizes[key] = int(container.volume().subs(env))
-        return np.zeros(self._sizes[key], container.dtype)
+        return self._sizes[key]
 
     def run(self, module, entry, syms, buffers, tape=None, position=0):
         status, _ = module.check(syms)
@@ -172,12 +177,28 @@ class Specialization:
             lines.append(f"derivative of {sorted(outs)} w.r.t. {sorted(wrt)}: active "
                          f"{sorted(adj.active)}; recorded on every write: "
                          f"{sorted(adj.recorded) or 'nothing'}")
+        lines += _launch_plans(self)
         if self.last_sweep is not None:
             sweep = self.last_sweep
             lines.append(sweep.plan.describe())
             lines.append(f"measured peak of the engine's allocations: "
                          f"{sweep.ledger.peak / 2**20:.2f} MiB")
         return "\n".join(lines)
+
+
+def _launch_plans(spec):
+    """For CUDA modules: which loops and maps run as kernels, on the host, or in one GPU
+    thread (the plan the generated source starts with)."""
+    from .codegen.cuda import launch_plan
+    modules = [("forward", spec.forward)]
+    modules += [(f"derivative w.r.t. {sorted(w)}", b) for (w, _), b in spec._backward.items()]
+    modules += [(f"tangent w.r.t. {sorted(w)}", t) for w, t in spec._tangent.items()]
+    lines = []
+    for what, artefact in modules:
+        if getattr(artefact.module, "device", "cpu") == "cuda":
+            lines.append(f"GPU launch plan of the {what}:")
+            lines += ["  " + line for line in launch_plan(artefact.source)]
+    return lines
 
 
 def output_key(name):
@@ -263,9 +284,9 @@ def vjp(k: Kernel, *args, memory_budget=None, policy=None, snapshots=None):
     sweep = Sweep(spec, spec.backward(spec.floating, outputs), args, reusable=True,
                   budget=memory_budget, policy=policy, snapshots=snapshots)
     spec.last_sweep = sweep
-    outs = {n: sweep.state[n].copy() for n in spec.written_arrays}
+    outs = {n: sweep.value(n).copy() for n in spec.written_arrays}
     for n in spec.sdfg.returns:
-        value = spec.returned(n, sweep.state[n], sweep.syms)
+        value = spec.returned(n, sweep.value(n), sweep.syms)
         outs[output_key(n)] = value.copy() if isinstance(value, np.ndarray) else value
     containers = {output_key(n): n for n in outputs}
 

@@ -27,3 +27,8 @@ class BoundsError(AdjointError, IndexError):
 
 class CompileError(AdjointError):
     """The C compiler rejected generated code (an engine bug: please report it with the log)."""
+
+
+class DeviceError(AdjointError):
+    """The GPU (``device="cuda"``) is missing, or a CUDA call or kernel launch failed;
+    the message names the CUDA error and, for a failed launch, the generated source."""

@@ -6,13 +6,16 @@ from dataclasses import dataclass, field, fields
 @dataclass
 class Options:
     """``compiler``/``cflags``: how generated C is built; ``cache_dir``: where modules are
-    kept (default: ``$SIMCORE_CACHE_DIR``, else ``~/.cache/simcore``); ``device``: 'cpu';
+    kept (default: ``$SIMCORE_CACHE_DIR``, else ``~/.cache/simcore``); ``device``: 'cpu' or
+    'cuda' (``nvcc``/``cuda_flags``/``cuda_arch`` build the CUDA; ``cuda_emulation`` runs
+    the generated CUDA as C++ on the CPU, for testing the code generator without a GPU);
     ``tape_limit_bytes``: the most tape a recording forward may grow to (while loops);
     ``memory_budget``/``memory_policy``: how reverse mode keeps forward values
     (see autodiff/plan.py)."""
     compiler: str = field(default_factory=lambda: os.environ.get("CC", "cc"))
-    # -ffp-contract=fast: fused multiply-adds, which strict -std=c99 would turn off
-    cflags: tuple = ("-O3", "-march=native", "-std=c99", "-ffp-contract=fast", "-fno-math-errno",
+    # -ffp-contract=off: no fused multiply-adds, so that the forward, recording and tangent
+    # entry points (different code around the same expressions) round identically.
+    cflags: tuple = ("-O3", "-march=native", "-std=c99", "-ffp-contract=off", "-fno-math-errno",
                      "-fopenmp")
     threads: int = 0                    # OpenMP threads for parallel loops (0: all cores)
     cache_dir: str = ""
@@ -22,6 +25,10 @@ class Options:
     memory_policy: str = "ilp"          # ilp, store_all, recompute_all, revolve
     revolve_snapshots: int = 0          # snapshots for memory_policy="revolve"
     blas: bool = True                   # matrix products through OpenBLAS when installed
+    nvcc: str = field(default_factory=lambda: os.environ.get("NVCC", "nvcc"))
+    cuda_flags: tuple = ("-O3", "--fmad=false")    # no fused multiply-adds, as cflags
+    cuda_arch: str = ""                 # e.g. "sm_90"; "": the compute capability of the GPU
+    cuda_emulation: bool = False        # device="cuda" runs on the CPU (tests, no GPU needed)
 
 
 options = Options()
@@ -33,7 +40,22 @@ def configure(**changes):
     for key, value in changes.items():
         if key not in known:
             raise TypeError(f"unknown engine option {key!r}; known: {sorted(known)}")
-        if key == "device" and value != "cpu":
-            raise ValueError(f"device {value!r} is not available; this build supports 'cpu'")
-        setattr(options, key, tuple(value) if key == "cflags" else value)
+        if key == "device" and value not in DEVICES:
+            raise ValueError(f"device {value!r} is not available; this build supports "
+                             f"{', '.join(map(repr, DEVICES))}")
+    saved = {key: getattr(options, key) for key in changes}
+    for key, value in changes.items():
+        setattr(options, key, tuple(value) if key in ("cflags", "cuda_flags") else value)
+    if options.device == "cuda" and CUDA_SETTINGS & set(changes):
+        from .runtime.cuda import require_cuda      # a clear error now, not at the first call
+        try:
+            require_cuda()
+        except Exception:
+            for key, value in saved.items():
+                setattr(options, key, value)
+            raise
     return options
+
+
+DEVICES = ("cpu", "cuda")
+CUDA_SETTINGS = {"device", "nvcc", "cuda_emulation"}

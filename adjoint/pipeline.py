@@ -16,7 +16,9 @@ from .codegen import COUNTS, Layout, generate_module
 from .frontend import fingerprint, parse
 from .runtime import CompiledModule, build_module, load
 from .runtime.artefacts import cached, digest
+from .options import options
 from .runtime.blas import blas
+from .runtime.cuda import build_cuda
 from .sdfg import SDFG, validate
 
 
@@ -51,7 +53,10 @@ def _lower_forward(src, name, types, key):
 
 
 def _build(layout, entries, checks, counted, name):
-    """(C source, loaded module) for the entry SDFGs: SDFG -> C -> shared library."""
+    """(C source, loaded module) for the entry SDFGs: SDFG -> C -> shared library
+    (device='cuda': SDFG -> CUDA -> nvcc, runtime/cuda.py)."""
+    if options.device == "cuda":
+        return build_cuda(layout, entries, checks, counted, name)
     entries = [validate(parallelize(sdfg)) for sdfg in entries]     # mark parallel loops
     dgemm, libraries = blas() or (None, ())
     source = generate_module(layout, entries, checks, counted, dgemm)

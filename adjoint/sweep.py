@@ -10,6 +10,7 @@ from .errors import AdjointError
 from .frontend import RESULT
 from .options import options
 from .runtime.arguments import bind
+from .runtime.memory import memory_for
 
 FORWARD, RECORD, REVERSE = 0, 1, 2
 
@@ -47,10 +48,12 @@ class Sweep:
         _, counts = bwd.module.check(self.syms)
         self.counts = counts.reshape(-1, COUNTS)
         self.ledger = Ledger()
+        self.mem = memory_for(bwd.module)       # NumPy, or GPU arrays for a CUDA module
         self.hints = {}
         self.primal = {c.name for c in spec.forward.layout.containers}
         self._start()
-        self.adjoints = {c.name: self.ledger.take(spec.zeros(c, self.syms))
+        self.adjoints = {c.name: self.ledger.take(self.mem.zeros(spec.volume(c, self.syms),
+                                                                 c.dtype))
                          for c in self.containers if c.name not in self.primal}
         runs_forward = run_forward or self.adj.needs_forward
         # Without a forward sweep nothing is recorded or snapshotted: every region "stores"
@@ -77,13 +80,13 @@ class Sweep:
         spec = self.spec
         values = dict(self.arguments)
         self._owned = []
-        for name in spec.written_arrays:
-            values[name] = self._own(values[name].copy())
-        for a in spec.sdfg.arguments:
-            if a.kind == "float":
-                values[a.name] = self._own(values[a.name].copy())
+        copied = set(spec.written_arrays) | {a.name for a in spec.sdfg.arguments
+                                             if a.kind == "float"}
+        for name in values:
+            if name in copied or self.mem.copies_arguments:
+                values[name] = self._own(self.mem.copy(values[name]))
         self.state = {c.name: values[c.name] if c.name in values
-                      else self._own(spec.zeros(c, self.syms))
+                      else self._own(self.mem.zeros(spec.volume(c, self.syms), c.dtype))
                       for c in self.containers if c.name in self.primal}
         self.tapes, self.snapshots = {}, {}
 
@@ -132,7 +135,7 @@ class Sweep:
         return (0, int(self.counts[i][3])) if self.adj.regions[i].segmented else (0, 0)
 
     def _tape(self, i, pushes):
-        return self.ledger.take(np.empty(max(int(pushes), self.hints.get(i, 0))))
+        return self.ledger.take(self.mem.empty(max(int(pushes), self.hints.get(i, 0))))
 
     def _grow(self, i):
         size = max(2 * self.hints.get(i, int(self.counts[i][0])), 1024)
@@ -156,7 +159,12 @@ class Sweep:
                 self._run(i, FORWARD, segment=self._segment(i))
 
     def result(self):
-        return float(self.state[RESULT][0]) if RESULT in self.state else None
+        return float(self.value(RESULT)[0]) if RESULT in self.state else None
+
+    def value(self, name):
+        """A container's contents after the forward sweep, as a NumPy array (on the CPU
+        the buffer itself)."""
+        return self.mem.value(self.state[name])
 
     def _save(self, names, state=None):
         state = state or self.state
@@ -164,7 +172,7 @@ class Sweep:
 
     def _restore(self, saved, state):
         for n, v in saved.items():
-            np.copyto(state[n], v)
+            self.mem.copyto(state[n], v)
 
     def _drop(self, saved):
         for v in saved.values():
@@ -243,6 +251,6 @@ class Sweep:
                 continue
             g = self.adjoints.get(adjoint_name(a.name))
             value = self.state[a.name]
-            g = np.zeros_like(value) if g is None else g.copy()
+            g = np.zeros(value.shape, value.dtype) if g is None else self.mem.copy_out(g)
             out[a.name] = float(g[0]) if a.kind == "float" else g.reshape(value.shape)
         return out

@@ -44,6 +44,7 @@ def register_configs():
     for name, schema in TASK_SCHEMAS.items():
         cs.store(group="schema/task", name=name, node=schema)
     cs.store(group="schema/device", name="cpu", node=DeviceConfig)
+    cs.store(group="schema/device", name="cuda", node=DeviceConfig)
     cs.store(group="schema/engine", name="engine", node=EngineConfig)
     discover()
     for name in known_models():

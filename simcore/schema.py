@@ -59,7 +59,7 @@ class GradcheckConfig:
     slope_tol: float = 0.1                  # pass when |slope - 2| <= slope_tol
     perturbation: float = 0.1               # check at the truth * (1 + perturbation * N(0,1))
     dot_product: bool = True                # also the tangent/adjoint dot-product test
-    dot_tol: float = 1e-10                  # pass when the relative mismatch <= dot_tol
+    dot_tol: float = 1e-12                  # pass when the relative mismatch <= dot_tol
     wrt: List[str] = field(default_factory=lambda: ["parameters", "initial_state"])
 
 
@@ -69,6 +69,24 @@ class CompileConfig:
     # build the kernels these tasks use (forward; vjp: the adjoint; jvp: tangent-linear)
     tasks: List[str] = field(default_factory=lambda: ["forward", "calibrate", "gradcheck",
                                                       "assimilate"])
+
+
+@dataclass
+class AssimilateConfig:
+    name: str = "assimilate"
+    cycles: int = 100                       # analysis cycles (windows), one after another
+    window: int = 4                         # observation times per window (obs.every_m apart)
+    method: str = "lbfgs"                   # lbfgs (full nonlinear J) | gauss_newton (incremental)
+    max_iter: int = 100                     # L-BFGS iterations / CG iterations per outer loop
+    outer_loops: int = 10                   # gauss_newton: at most this many relinearisations
+    gtol: float = 1e-3                      # stop when |grad J| / |grad J0| < gtol
+    memory: int = 10                        # L-BFGS corrections kept
+    b_std: Optional[float] = None           # background error std; null: the model's
+    b_length: Optional[float] = None        # its correlation length [grid points]; null: model's
+    stations: int = 0                       # 0: grid (obs.every_k); n: n interpolated stations
+    burn_in: int = 20                       # cycles left out of the time-mean RMSE
+    log_every: int = 1                      # log every n-th cycle
+    plot: bool = True
 
 
 @dataclass
@@ -83,7 +101,7 @@ class Config:
 
 
 TASK_SCHEMAS = {"forward": ForwardConfig, "calibrate": CalibrateConfig,
-                "gradcheck": GradcheckConfig}
+                "gradcheck": GradcheckConfig, "assimilate": AssimilateConfig}
 TASK_SCHEMAS["compile"] = CompileConfig
 
 

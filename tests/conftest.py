@@ -38,3 +38,31 @@ def cache_dir():
 @pytest.fixture(scope="session")
 def repo_root():
     return ROOT
+
+
+# ---- the device the engine tests run on ----------------------------------------------------
+# ``pytest --device=cuda`` runs the numeric tests on the GPU (adjoint.configure(device="cuda"));
+# ``--device=cuda-emulated`` runs the generated CUDA on the CPU (no GPU needed). Tests that
+# need a GPU whatever the option are marked ``gpu`` and skipped without one.
+def pytest_addoption(parser):
+    parser.addoption("--device", default="cpu", choices=("cpu", "cuda", "cuda-emulated"),
+                     help="device the engine's kernels run on (default: cpu)")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "gpu: needs a CUDA GPU and nvcc (skipped without)")
+    config.addinivalue_line("markers", "c_source: inspects the generated C (skipped when "
+                            "--device is not cpu)")
+    device = config.getoption("--device")
+    if device != "cpu":
+        import adjoint
+        adjoint.configure(device="cuda", cuda_emulation=device == "cuda-emulated")
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--device") == "cpu":
+        return
+    skip = pytest.mark.skip(reason="inspects the generated C; --device runs CUDA")
+    for item in items:
+        if "c_source" in item.keywords:
+            item.add_marker(skip)

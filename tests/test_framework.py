@@ -21,13 +21,16 @@ TINY = {
     "seidel": ["model.n=8", "model.steps=4"],
     "heat": ["model.ny=10", "model.nx=12", "model.steps=24", "model.obs.every_m=6",
              "model.obs.every_k=2"],
+    "lorenz96": ["model.steps=8", "model.spinup=200"],
 }
+TINY_TASK = {"assimilate": ["task.cycles=2", "task.burn_in=0"]}    # per task, for every model
 MODELS = sorted(TINY)
 TASKS = sorted(TASK_SCHEMAS)
 
 
 def tiny(model, task, *extra):
-    return compose([f"model={model}", f"task={task}", *TINY[model], *extra])
+    return compose([f"model={model}", f"task={task}", *TINY[model],
+                    *TINY_TASK.get(task, []), *extra])
 
 
 def test_every_model_has_tiny_overrides():
@@ -89,18 +92,19 @@ def test_forced_unknown_key_fails_before_running(tmp_path):
 def test_unknown_model_lists_the_known_ones():
     with pytest.raises(UnknownModelError) as err:
         simcore.get_model("seidell")
-    assert str(err.value) == "unknown model 'seidell'; known models: heat, seidel"
+    assert str(err.value) == "unknown model 'seidell'; known models: heat, lorenz96, seidel"
     with pytest.raises(MissingConfigException) as err:
         compose(["model=seidell"])
     message = str(err.value)
-    assert "\theat\n\tseidel\n" in message and "seidel_schema" not in message
+    assert "\theat\n\tlorenz96\n\tseidel\n" in message and "seidel_schema" not in message
 
 
 def test_unknown_task_name_is_refused(tmp_path):
     from simcore.tasks import run_task
     cfg = tiny("seidel", "forward")
-    cfg.task.name = "assimilate"
-    with pytest.raises(ConfigError, match="known tasks: calibrate, forward, gradcheck"):
+    cfg.task.name = "no_such_task"
+    with pytest.raises(ConfigError, match="unknown task 'no_such_task'; known tasks: "
+                                          ".*calibrate, compile, forward, gradcheck"):
         run_task(cfg, tmp_path)
 
 

@@ -91,6 +91,7 @@ def test_forward_gradient_and_tangent(k, blas, monkeypatch):
     assert jvp(k, args, d)[1]["return"] == pytest.approx(got, rel=1e-10)
 
 
+@pytest.mark.c_source
 def test_products_call_blas_when_installed():
     pytest.importorskip("scipy_openblas64")
     gram(*_args(gram, np.random.default_rng(0)))

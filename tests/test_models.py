@@ -29,7 +29,7 @@ def test_declarations_carry_cf_attributes(name):
         assert d.attrs()["units"] and d.attrs()["long_name"]
     for item in [*model.variables(), *model.parameters()]:
         assert item.attrs()["units"] and item.attrs()["long_name"]
-    assert {d.attrs().get("axis") for d in model.dims()} >= {"X", "Y"}
+    assert {d.attrs().get("axis") for d in model.dims()} >= {"X"}
     for p in model.parameters():
         assert p.value.shape == model.shape(p.dims)
 

@@ -82,6 +82,7 @@ def test_threads_change_only_the_rounding_of_sums(k, make, monkeypatch):
     assert r1 == pytest.approx(k.py_func(*ref), rel=1e-11)
 
 
+@pytest.mark.c_source
 def test_generated_code_uses_openmp_where_it_pays():
     jacobi(np.ones((5, 5)), np.ones((5, 5)), 1)
     source = next(iter(jacobi._specs.values())).forward.source

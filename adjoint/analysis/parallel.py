@@ -55,8 +55,6 @@ class _Marker:
             if plain and (len({m.subset for m in memlets}) > 1
                           or not injective(plain[0].subset, node.params)):
                 return node
-        if shared_sums(node):       # scatters (stencil adjoints): atomics cost more than
-            return node             # the second core gives; they stay sequential
         return replace(node, parallel=True)
 
     # ---- loops ------------------------------------------------------------------------

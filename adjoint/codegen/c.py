@@ -368,7 +368,9 @@ class _Generator:
         if isinstance(node, Tasklet):
             self._tasklet(node)
         elif isinstance(node, MapScope):
-            if node.parallel and not self.in_parallel:
+            # Scatters (stencil adjoints) would need atomics, which on a few CPU cores
+            # cost more than the extra cores give: they stay sequential here.
+            if node.parallel and not self.in_parallel and not shared_sums(node):
                 self._parallel_map(node)
             else:
                 self._map(node)

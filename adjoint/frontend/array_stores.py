@@ -208,6 +208,15 @@ def assign_name(b, stmt, target, value, op):
         if op is None and isinstance(binding, MaskValue) != v.boolean:
             raise b.src.error(target, f"{name!r} changes between a mask and numbers; use "
                                       "another name")
+        if op is None:                  # Python rebinds the name: the shape must stay
+            if v.rank != len(dest.shape):
+                what = "a number" if not v.rank else f"an array of shape {fmt_shape(v.shape)}"
+                raise b.src.error(target, f"{name!r} is an array of shape "
+                                          f"{fmt_shape(dest.shape)}, and `{_short(stmt)}` "
+                                          f"would make it {what}; write {name}[...] = ... to "
+                                          "fill it, or use another name")
+            for n, m in zip(dest.shape, v.shape):
+                b.agree(stmt, n, m, dest.shape, v.shape, "target and value")
         return _assign_view(b, stmt, dest, v, op, b.line(stmt))
     v = b.expr(value)
     if not v.rank:

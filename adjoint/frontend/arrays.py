@@ -265,7 +265,12 @@ class ArrayBuilder:
             return self.combine(node, LOGICAL[op], [node.left, node.right], truth, True)
         if op not in ARITHMETIC:
             return self.scalar(node)
-        return self.combine(node, ARITHMETIC[op], [node.left, node.right])
+        fn = ARITHMETIC[op]
+        if op in (ast.FloorDiv, ast.Mod):           # integer divisors must not be zero
+            return self.combine(node, lambda a, b: fn(a, self.ex._divisor(node, b)
+                                                      if _integers(a, b) else b),
+                                [node.left, node.right])
+        return self.combine(node, fn, [node.left, node.right])
 
     def _expr_UnaryOp(self, node):
         if isinstance(node.op, ast.Invert):

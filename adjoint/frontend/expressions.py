@@ -116,13 +116,30 @@ class ExpressionBuilder:
         if op is ast.Mult:
             return a * b
         if op is ast.FloorDiv:
-            return floordiv(a, b)
+            return floordiv(a, self._divisor(node, b))
         if op is ast.Mod:
-            return python_mod(a, b)
+            return python_mod(a, self._divisor(node, b))
         if op is ast.Pow and b.is_Integer and b >= 0:
             return a ** b
         hint = "; use // for integer division" if op is ast.Div else ""
         raise self.src.error(node, f"operator `{ast.unparse(node)}` in {what}{hint}")
+
+    def _divisor(self, node, b):
+        """An integer divisor must not be zero (C would stop the process): a constant is
+        checked now, one of the sizes once per call."""
+        if b.is_zero:
+            raise self.src.error(node, f"`{ast.unparse(node)}` divides by zero")
+        if b.is_number or b.is_nonzero:
+            return b
+        if not b.free_symbols <= set(self.kernel.symbols):
+            raise self.src.error(node, f"the divisor of `{ast.unparse(node)}` depends on loop "
+                                       "variables and may be zero; divide by constants and "
+                                       "sizes only")
+        entry = (sp.Ne(b, 0), node.lineno + self.src.first_line - 1,
+                 f"the divisor {b} of `{ast.unparse(node)}` is zero")
+        if entry not in self.kernel.arrays.assumptions:
+            self.kernel.arrays.assumptions.append(entry)
+        return b
 
     def _index_Subscript(self, node, what):
         # A.shape[k]
@@ -216,10 +233,11 @@ class ExpressionBuilder:
         if op is ast.Pow:
             return a ** b
         if op is ast.FloorDiv:
-            return sp.floor(a / b) if not (a.is_integer and b.is_integer) else floordiv(a, b)
+            return sp.floor(a / b) if not (a.is_integer and b.is_integer) else \
+                floordiv(a, self._divisor(node, b))
         if op is ast.Mod:
             return a - b * sp.floor(a / b) if not (a.is_integer and b.is_integer) \
-                else python_mod(a, b)
+                else python_mod(a, self._divisor(node, b))
         raise self.src.error(node, f"operator `{ast.unparse(node)}` is not supported")
 
     def _value_Attribute(self, node, elementwise):
@@ -246,6 +264,8 @@ class ExpressionBuilder:
             return sp.Min(*vals) if name == "min" else sp.Max(*vals)
         if name == "float" and len(args) == 1:
             return self._value(args[0], elementwise)
+        if name in ("len", "int") and len(args) == 1:     # sizes as numbers: s / len(x)
+            return self.index(node, f"`{ast.unparse(node)}`")
         if name in UNARY and len(args) == 1:
             return UNARY[name](self._value(args[0], elementwise))
         if name in BINARY and len(args) == 2:

@@ -88,14 +88,19 @@ def fingerprint(src: KernelSource, _seen=None) -> str:
 def declared_types(func):
     """Parameter name -> ArrayType / float / int, or None where unannotated."""
     params = inspect.signature(func).parameters
-    annotations = inspect.get_annotations(func, eval_str=True)
+    try:
+        annotations = inspect.get_annotations(func, eval_str=True)
+    except Exception as exc:                # a string annotation that is not an expression
+        raise KernelSyntaxError(f"the annotations of {func.__name__}() cannot be evaluated "
+                                f"({type(exc).__name__}: {exc}); annotate with float64[...], "
+                                "float32[...], int or float", *_where(func)) from None
     out = {}
     for name, p in params.items():
         if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
             raise KernelSyntaxError(f"parameter {name!r}: *args, **kwargs and keyword-only "
                                     "parameters are not supported", *_where(func))
         ann = annotations.get(name)
-        if ann is not None and not (isinstance(ann, ArrayType) or ann in (int, float)):
+        if ann is not None and not (isinstance(ann, ArrayType) or ann is int or ann is float):
             raise KernelSyntaxError(f"parameter {name!r} is annotated {ann!r}; use float64[...], "
                                     "float32[...], int or float", *_where(func))
         out[name] = ann

@@ -7,7 +7,7 @@ import sympy as sp
 from ..sdfg import (SDFG, Argument, ConditionalRegion, Container, LoopRegion, Memlet,
                     Sequence, State, Tasklet)
 from ..errors import KernelSyntaxError
-from ..sdfg.nodes import flag_symbol, tasklets, value_range
+from ..sdfg.nodes import flag_symbol, tasklets, value_range, walk
 from ..types import ArrayType
 from .arrays import ArrayState
 from .arrays import assign as assign_arrays
@@ -87,9 +87,39 @@ class KernelBuilder(LoopLowering):
     def build(self) -> SDFG:
         body = self.block(self.src.tree.body, top=True)
         self._check_integer_arrays_are_read_only(body)
+        self._check_values_are_real(body)
         return SDFG(self.name, tuple(self.arguments), dict(self.containers),
                     tuple(self.symbols), body, self.result, self.src.filename,
                     tuple(self.arrays.assumptions), returns=tuple(self.returns))
+
+    def _check_values_are_real(self, body):
+        """No infinite or complex constants: ``x / 0.0``, ``np.mean(x[:0])``, ``(-1.0) ** 0.5``
+        (NumPy gives inf/nan with a warning; C has no such constants), and no integer
+        constants beyond 64 bits (``2 ** 100``), which C would truncate silently."""
+        for t, _, _ in tasklets(body):
+            for m, expr in t.outputs:
+                if expr.has(sp.zoo, sp.I) or expr.has(sp.nan):
+                    raise KernelSyntaxError(
+                        f"the value stored in {m.data!r} divides by zero or is complex "
+                        f"({expr}); check for x / 0, a mean over nothing or a negative number "
+                        "to a fractional power", self.src.filename, t.line, 1)
+            exprs = [e for _, e in t.outputs] + [i for _, m in t.inputs for i in m.subset] + \
+                [i for m, _ in t.outputs for i in m.subset]
+            self._check_integers(exprs, t.line)
+        for _, context in walk(body):
+            for region in context:
+                if isinstance(region, LoopRegion):
+                    self._check_integers((region.start, region.stop, region.step), region.line)
+
+    def _check_integers(self, exprs, line):
+        for e in exprs:
+            big = [a for a in sp.sympify(e).atoms(sp.Integer) if abs(int(a)) >= 2 ** 63] \
+                if e is not None else []
+            if big:
+                raise KernelSyntaxError(f"an integer constant of {len(str(abs(int(big[0]))))} "
+                                        "digits does not fit in 64 bits; write it as a float "
+                                        "(1e30)",
+                                        self.src.filename, line, 1)
 
     def _check_integer_arrays_are_read_only(self, body):
         for t, _, _ in tasklets(body):
@@ -119,7 +149,10 @@ class KernelBuilder(LoopLowering):
                                        f"({type(stmt).__name__}) is not supported in kernels; "
                                        "see docs/kernel-language.md")
         self.call_roots = set()
-        return method(stmt)
+        try:
+            return method(stmt)
+        except ZeroDivisionError:       # constant arithmetic: 1 // 0, 0.0 / 0.0
+            raise self.src.error(stmt, f"`{_first_line(stmt)}` divides by zero") from None
 
     def _stmt_Pass(self, stmt):
         return []

@@ -24,7 +24,9 @@ log = logging.getLogger("adjoint.runtime")
 
 def digest(*parts):
     h = hashlib.sha256()
-    for part in parts + (ENGINE_VERSION, options.compiler, tuple(options.cflags), blas()):
+    for part in parts + (ENGINE_VERSION, options.compiler, tuple(options.cflags), blas()) + (
+            (options.device, options.nvcc, tuple(options.cuda_flags), options.cuda_arch,
+             options.cuda_emulation) if options.device != "cpu" else ()):
         h.update(repr(part).encode())
         h.update(b"\0")
     return h.hexdigest()[:32]

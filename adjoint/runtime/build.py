@@ -25,6 +25,7 @@ import platform
 import subprocess
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import CompileError
@@ -70,9 +71,9 @@ def _note_once(message):
     log.info(message)
 
 
-def _compiler_identity(compiler):
+def _compiler_identity(compiler, full=False):
     try:
-        return _run_version(compiler)
+        return _run_version(compiler, True) if full else _run_version(compiler)
     except CompileError:
         recorded = _recorded_identity(compiler)
         if recorded is None:
@@ -83,13 +84,15 @@ def _compiler_identity(compiler):
 
 
 @functools.lru_cache(maxsize=None)
-def _run_version(compiler):
+def _run_version(compiler, full=False):
     try:
         out = subprocess.run([compiler, "--version"], capture_output=True, text=True, check=True)
     except (OSError, subprocess.CalledProcessError) as exc:
         raise CompileError(f"C compiler {compiler!r} not usable ({exc}); install gcc or set CC "
                            "/ engine.compiler, or fill the cache with task=compile on a node "
                            "that has one") from None
+    if full:        # nvcc's first line names no version
+        return " ".join(out.stdout.split()) or compiler
     return out.stdout.splitlines()[0] if out.stdout else compiler
 
 
@@ -119,29 +122,45 @@ def _host():
     return platform.machine() + hashlib.sha256(model.encode()).hexdigest()[:16]
 
 
-def module_key(source, compiler, flags):
+def module_key(source, compiler, flags, full_version=False):
     host = _host() if any("native" in f for f in flags) else platform.machine()
     h = hashlib.sha256()
-    for part in (source, _compiler_identity(compiler), " ".join(flags), host, ENGINE_VERSION):
+    for part in (source, _compiler_identity(compiler, full_version), " ".join(flags), host,
+                 ENGINE_VERSION):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()[:32]
 
 
-def build_module(source: str, name: str = "kernel", libraries=()) -> Path:
+@dataclass(frozen=True)
+class Toolchain:
+    """How a generated source becomes a shared library (the C compiler by default;
+    runtime/cuda.py has nvcc's): the source's suffix, the flags for position-independent
+    code, the library's suffix, and whether the whole ``--version`` text identifies the
+    compiler."""
+    compiler: str
+    flags: tuple
+    suffix: str = ".c"
+    pic: tuple = ("-fPIC",)
+    library: str = ".so"
+    full_version: bool = False
+
+
+def build_module(source: str, name: str = "kernel", libraries=(), toolchain=None) -> Path:
     """Path of the shared library for ``source``, compiling it if not cached;
-    ``libraries``: extra linker flags."""
-    compiler, flags = options.compiler, tuple(options.cflags) + tuple(libraries)
-    key = module_key(source, compiler, flags)
+    ``libraries``: extra linker flags; ``toolchain``: a Toolchain (default: C)."""
+    tc = toolchain or Toolchain(options.compiler, tuple(options.cflags))
+    compiler, flags = tc.compiler, tuple(tc.flags) + tuple(libraries)
+    key = module_key(source, compiler, flags, tc.full_version)
     directory = cache_dir()
-    target = directory / f"{key}.so"
+    target = directory / f"{key}{tc.library}"
     if target.exists():
         log.debug("%s: loaded from cache %s", name, target)
         return target
     with _locked(directory / f"{key}.lock"):
         if target.exists():
             return target
-        _compile(source, compiler, flags, directory, key, target, name)
+        _compile(source, compiler, flags, directory, key, target, name, tc)
     return target
 
 
@@ -167,14 +186,14 @@ def _locked(path):
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _compile(source, compiler, flags, directory, key, target, name):
+def _compile(source, compiler, flags, directory, key, target, name, tc):
     start = time.perf_counter()
-    c_file = directory / f"{key}.c"
+    c_file = directory / f"{key}{tc.suffix}"
     _write_atomic(c_file, source)
     fd, tmp = tempfile.mkstemp(suffix=".so", dir=directory)
     os.close(fd)
     cmd = [compiler, *[f for f in flags if not f.startswith(("-l", "-L", "-Wl"))], "-shared",
-           "-fPIC", str(c_file), "-o", tmp, *[f for f in flags if f.startswith(("-l", "-L",
+           *tc.pic, str(c_file), "-o", tmp, *[f for f in flags if f.startswith(("-l", "-L",
                                                                                   "-Wl"))], "-lm"]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -189,7 +208,7 @@ def _compile(source, compiler, flags, directory, key, target, name):
                            f"the generated source is {c_file}")
     os.chmod(tmp, 0o755)
     os.replace(tmp, target)
-    _record_identity(compiler, _compiler_identity(compiler))
+    _record_identity(compiler, _compiler_identity(compiler, tc.full_version))
     log.info("%s: compiled in %.2f s (%s)", name, time.perf_counter() - start, target.name)
 
 

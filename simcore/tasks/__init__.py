@@ -47,12 +47,13 @@ class Run:
 
 
 def tasks() -> dict:
+    from .assimilate import assimilate
     from .calibrate import calibrate
     from .compile import compile_kernels
     from .forward import forward
     from .gradcheck import gradcheck
     return {"forward": forward, "calibrate": calibrate, "gradcheck": gradcheck,
-            "compile": compile_kernels}
+            "compile": compile_kernels, "assimilate": assimilate}
 
 
 def check_keys(cfg):

@@ -92,6 +92,9 @@ class Evaluations:
             self.saved = None
             return None
         self.next += 1
+        if not self.replaying:
+            log.info("calibrate: replayed %d evaluations (iterations 0-%d) from the "
+                     "checkpoint; computing from here on", self.next, self.saved.step)
         parts = {"obs": a["obs"][k], "prior": a["prior"][k]}
         return self.add(a["v"][k], a["J"][k], parts, a["gv"][k], a["gnorm"][k])
 

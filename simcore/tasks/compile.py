@@ -22,6 +22,7 @@ import time
 import numpy as np
 
 from adjoint import jvp, vjp
+from adjoint.api import Kernel
 from adjoint.frontend import RESULT
 from adjoint.runtime.build import cache_dir
 
@@ -56,11 +57,14 @@ def compile_kernels(run) -> dict:
     folder = cache_dir()
     log.info("compile: %s for %s into %s", ", ".join(kinds), ", ".join(run.cfg.task.tasks),
              folder)
+    # A fresh Kernel: the model's own one memoises what it compiled earlier in this
+    # process, under the engine options of that time (another cache_dir, other flags).
+    fresh = Kernel(model.kernel.__wrapped__)
     modules = []
     for kind in kinds:
         before = set(folder.glob("*.so"))
         start = time.perf_counter()
-        paths = BUILD[kind.split(":")[0]](model, kind)
+        paths = BUILD[kind.split(":")[0]](model, fresh, kind)
         seconds = time.perf_counter() - start
         for path in paths:
             compiled = path not in before
@@ -82,27 +86,26 @@ def _args(model):
     return model.kernel_args(copy_state(model.initial_state()), model.truth(), 1)
 
 
-def _forward(model, kind):
-    spec = model.kernel.specialize(_args(model))
+def _forward(model, kernel, kind):
+    spec = kernel.specialize(_args(model))
     return [spec.forward.module.path]
 
 
-def _vjp(model, kind):
+def _vjp(model, kernel, kind):
     args = _args(model)
-    vjp(model.kernel, *args)                       # as Twin calls it
-    spec = model.kernel.specialize(args)
+    vjp(kernel, *args)                             # as Twin calls it
+    spec = kernel.specialize(args)
     outputs = set(spec.written_arrays) | ({RESULT} if spec.sdfg.result else set())
     return [spec.backward(spec.floating, outputs).module.path]   # the one vjp just built
 
 
-def _jvp(model, kind):
+def _jvp(model, kernel, kind):
     args = _args(model)
     state = [v.name for v in model.variables()]
     names = state if kind == "jvp:state" else [p.name for p in model.parameters()] + state
     values = dict(zip(_argument_names(model), args))
-    jvp(model.kernel, args, {n: np.zeros_like(np.asarray(values[n], dtype=float))
-                             for n in names})
-    spec = model.kernel.specialize(args)
+    jvp(kernel, args, {n: np.zeros_like(np.asarray(values[n], dtype=float)) for n in names})
+    spec = kernel.specialize(args)
     return [spec.tangent(names).module.path]
 
 

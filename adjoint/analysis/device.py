@@ -1,0 +1,284 @@
+"""Which loops and maps run as CUDA kernels, and how: grid levels, atomics, tape positions.
+
+A GPU runs more in parallel than the CPU threads of ``analysis.parallel`` allow:
+
+- a counted loop whose iterations meet only through sums (two iterations adding into
+  one element, as a reverse sweep scatters adjoints) is a kernel whose shared sums are
+  ``atomicAdd``s; every other pair of accesses to an element, one of them a write or a
+  sum, must come from one iteration (the test of ``analysis.parallel``);
+- a loop or map whose body pushes (recording) or pops (reverse sweep) a fixed number of
+  elements per iteration, outside any inner loop or condition, is a kernel too: each
+  iteration computes the tape positions the sequential order would use;
+- perfectly nested loops that are each such loops (bounds free of the outer variables)
+  form one kernel over a grid of up to three levels, the innermost loop fastest.
+
+Written scalars must be private to an iteration (as for OpenMP), or only added into
+(a sum over the iterations: block reductions, as for maps). Everything else runs in a
+single GPU thread; only the outermost kernel-capable construct is marked.
+"""
+from dataclasses import dataclass, replace
+
+import sympy as sp
+
+from ..sdfg.nodes import (Guard, LoopRegion, MapScope, MatMul, Memlet, Pop, Push, State,
+                          Tasklet, index_loads, walk)
+from .parallel import _isolates, _Marker, injective, shared_sums
+
+LEVELS = 3      # loops one kernel's grid covers
+
+
+@dataclass(frozen=True)
+class Access:
+    """One access of a kernel body: ``kind`` is 'read', 'write' or 'sum'; ``inner``
+    holds the variables of the loops and maps around it inside the kernel."""
+    data: str
+    subset: tuple
+    kind: str
+    inner: frozenset
+    tape: bool = False      # a push or pop
+
+
+@dataclass(frozen=True)
+class Nest:
+    """Loops one kernel runs as a grid (outermost first) and what its body needs."""
+    loops: tuple
+    private: tuple          # scalars each iteration keeps its own copy of
+    atomic: frozenset       # Memlets of sums other iterations may add into too
+    tape: str = ""          # "push", "pop" or "" (no tape)
+    per_iteration: int = 0  # tape elements per iteration
+    sums: tuple = ()        # scalars the iterations only add into (block reductions)
+
+    @property
+    def body(self):
+        return self.loops[-1].body
+
+
+def device_parallelize(sdfg):
+    """The SDFG with its outermost kernel loops and maps marked ``parallel``."""
+    return sdfg.replace(body=_DeviceMarker(sdfg).region(sdfg.body))
+
+
+class _DeviceMarker(_Marker):
+    def _parallel_loop(self, loop):
+        nest = kernel_nest(self.sdfg, loop)
+        return None if nest is None else nest.private
+
+    def _map(self, node):
+        return replace(node, parallel=True) if map_kernel(node) else node
+
+
+def map_kernel(node):
+    """Whether a map runs as a kernel: plain writes one element per iteration (sums may
+    be shared: atomics, even where the CPU keeps such a scatter sequential), pushes only
+    of elements the iteration writes, ranges known at launch."""
+    params = set(node.params)
+    for a, b, s in node.ranges:
+        if any(index_loads(x) or sp.sympify(x).free_symbols & params for x in (a, b, s)):
+            return False
+    if any(not isinstance(t, (Tasklet, Push)) for t in node.body):
+        return False
+    plain = {m for t in node.body if isinstance(t, Tasklet) for m, _ in t.outputs if not m.wcr}
+    for t in node.body:
+        if isinstance(t, Push) and replace(t.memlet, wcr=None) not in plain:
+            return False
+    writes = {}
+    for t in node.body:
+        if isinstance(t, Tasklet):
+            for m, _ in t.outputs:
+                writes.setdefault(m.data, []).append(m)
+    for memlets in writes.values():       # sums may be shared (atomics); plain writes not
+        plain = [m for m in memlets if not m.wcr]
+        if plain and (len({m.subset for m in memlets}) > 1
+                      or not injective(plain[0].subset, node.params)):
+            return False
+    return True
+
+
+def map_pushes(node):
+    return sum(isinstance(t, Push) for t in node.body)
+
+
+def map_atomics(node):
+    """The sums of a map kernel that need atomics (as ``analysis.parallel.shared_sums``)."""
+    shared = shared_sums(replace(node, body=tuple(t for t in node.body
+                                                   if isinstance(t, Tasklet))))
+    return frozenset(m for t in node.body if isinstance(t, Tasklet) for m, _ in t.outputs
+                     if m.wcr and m.data in shared)
+
+
+def kernel_nest(sdfg, loop):
+    """The Nest a loop heads, collapsing up to LEVELS perfectly nested loops, or None
+    when the loop cannot be a kernel."""
+    chain = [loop]
+    while len(chain) < LEVELS:
+        inner = _only_loop(chain[-1].body)
+        if inner is None or inner.segment or not _rectangular(inner, chain):
+            break
+        chain.append(inner)
+    while chain:
+        nest = _nest(sdfg, tuple(chain))
+        if nest is not None:
+            return nest
+        chain.pop()
+    return None
+
+
+def _only_loop(body):
+    elements = [e for e in body.elements if not (isinstance(e, State) and not e.nodes)]
+    if len(elements) == 1 and isinstance(elements[0], LoopRegion):
+        return elements[0]
+    return None
+
+
+def _rectangular(loop, outer):
+    variables = {r.var for r in outer}
+    return all(not (sp.sympify(x).free_symbols & variables) and not index_loads(x)
+               for x in (loop.start, loop.stop, loop.step) if x is not None)
+
+
+def _counted(loop):
+    return (loop.stop is not None and loop.exit is None and not loop.tape_trips
+            and loop.step.is_number and loop.step != 0)
+
+
+def _nest(sdfg, chain):
+    if not all(_counted(r) for r in chain):
+        return None
+    innermost = chain[-1]
+    found = _accesses(innermost.body)
+    if found is None:
+        return None
+    accesses, tape = found
+    if tape is None:
+        return None
+    kind, count = tape
+    if kind and len({r.reverse for r in chain}) > 1:
+        return None
+    if any(sdfg.containers[a.data].is_scalar for a in accesses if a.tape):
+        return None         # a taped scalar carries a value from one iteration to the next
+    marker = _Marker(sdfg)
+    private, sums = [], []
+    for name in sorted({a.data for a in accesses if a.kind != "read"}):
+        if sdfg.containers[name].is_scalar:
+            kinds = {a.kind for a in accesses if a.data == name}
+            if kinds == {"sum"}:
+                sums.append(name)
+            elif "sum" in kinds or not marker._private(name, innermost):
+                return None
+            else:
+                private.append(name)
+    variables = {r.var for r in chain}
+    arrays = [a for a in accesses if not sdfg.containers[a.data].is_scalar]
+    by_data = {}
+    for a in arrays:
+        by_data.setdefault(a.data, []).append(a)
+    atomic = set()
+    for name, group in by_data.items():
+        for x in group:
+            if x.kind == "read":
+                continue
+            for y in group:
+                if _same_iteration(x, y, variables):
+                    continue
+                if x.kind == "sum" and y.kind == "sum":
+                    atomic.add(Memlet(x.data, x.subset, "sum"))
+                    continue
+                return None
+    order = list(sdfg.containers)
+    private.sort(key=order.index)
+    return Nest(chain, tuple(private), frozenset(atomic), kind, count, tuple(sums))
+
+
+def _same_iteration(x, y, variables):
+    """Accesses x and y can touch one element only from one iteration of the grid."""
+    others = x.inner | y.inner
+    for v in variables:
+        rest = (variables - {v}) | others
+        if not any(sp.expand(a - b) == 0 and _isolates(a, v, rest)
+                   for a, b in zip(x.subset, y.subset)):
+            return False
+    return True
+
+
+def _accesses(body):
+    """(accesses, (tape kind, tape elements per iteration)) of a kernel body; tape None
+    when its tape use is not a fixed count per iteration; None when it holds a MatMul."""
+    accesses, pushes, pops, nested_tape = [], 0, 0, False
+    for node, context in walk(body):
+        inner = frozenset(r.var for r in context if isinstance(r, LoopRegion))
+        for r in context:
+            if isinstance(r, LoopRegion):
+                if r.tape_trips or (r.reverse and r.exit is not None):
+                    nested_tape = True
+                for x in (r.start, r.stop, r.step):
+                    accesses += _loads(x, inner)
+            elif isinstance(r, Guard):
+                accesses += _loads(r.condition, inner)
+        if isinstance(node, MatMul):
+            return None
+        top = not context
+        if isinstance(node, MapScope):
+            inner = inner | set(node.params)
+            for t in node.body:
+                if isinstance(t, Push):
+                    nested_tape = True
+                    accesses.append(_access(t.memlet, "read", inner, tape=True))
+                else:
+                    accesses += _tasklet(t, inner)
+        elif isinstance(node, Tasklet):
+            accesses += _tasklet(node, inner)
+        elif isinstance(node, Push):
+            pushes += 1
+            nested_tape |= not top
+            accesses.append(_access(node.memlet, "read", inner, tape=True))
+        elif isinstance(node, Pop):
+            pops += 1
+            nested_tape |= not top
+            accesses.append(_access(node.memlet, "write", inner, tape=True))
+    if nested_tape or (pushes and pops):
+        return accesses, None
+    kind = "push" if pushes else "pop" if pops else ""
+    return accesses, (kind, pushes + pops)
+
+
+def _tasklet(t, inner):
+    out = []
+    for _, m in t.inputs:
+        out.append(_access(m, "read", inner))
+        for e in m.subset:
+            out += _loads(e, inner)
+    for m, _ in t.outputs:
+        out.append(_access(m, "sum" if m.wcr else "write", inner))
+        for e in m.subset:
+            out += _loads(e, inner)
+    return out
+
+
+def _access(m, kind, inner, tape=False):
+    return Access(m.data, tuple(m.subset), kind, frozenset(inner), tape)
+
+
+def _loads(expr, inner):
+    if expr is None:
+        return []
+    return [Access(name, tuple(f.args), "read", frozenset(inner))
+            for name, f in index_loads(expr)]
+
+
+def has_kernels(item):
+    """Whether a region or dataflow node holds work that runs as kernels: marked loops
+    and maps, and matrix products."""
+    if isinstance(item, MatMul):
+        return True
+    if isinstance(item, MapScope):
+        return item.parallel
+    if isinstance(item, (Tasklet, Push, Pop)):
+        return False
+    if isinstance(item, LoopRegion) and item.parallel:
+        return True
+    for node, context in walk(item):
+        if any(isinstance(r, LoopRegion) and r.parallel for r in context):
+            return True
+        if isinstance(node, MatMul) or (isinstance(node, MapScope) and node.parallel):
+            return True
+    return False
