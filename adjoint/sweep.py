@@ -229,20 +229,34 @@ class Sweep:
         self.ledger.give(tape)
 
     def _revolve(self, i, snapshots, state):
+        """Run the binomial schedule. One iteration tape and the snapshot copies are
+        allocated once and reused (allocation, not recomputation, dominated otherwise);
+        the plan counts them as held throughout, so the peak is unchanged."""
         writes = self.adj.regions[i].writes & self.primal
-        saved = {}
+        tape = self._tape(i, self.counts[i][2])
+        saved, spare = {}, []
         for action in schedule(int(self.counts[i][3]), snapshots):
             kind, k = action[0], action[1]
             if kind == "advance":
                 self._run(i, FORWARD, segment=(k, action[2]), state=state)
             elif kind == "snapshot":
-                saved[k] = self._save(writes, state)
+                saved[k] = self._save_into(spare.pop(), writes, state) if spare \
+                    else self._save(writes, state)
             elif kind == "restore":
                 self._restore(saved[k] if k else self.snapshots[i], state)
             elif kind == "free":
-                self._drop(saved.pop(k))
+                spare.append(saved.pop(k))
             else:
-                self._record_and_reverse(i, self.counts[i][2], (k, k + 1), state)
+                end = self._run(i, RECORD, tape, 0, (k, k + 1), state)
+                self._run(i, REVERSE, tape, end, (k, k + 1), state)
+        for copies in spare + list(saved.values()):
+            self._drop(copies)
+        self.ledger.give(tape)
+
+    def _save_into(self, copies, names, state):
+        for n in names:
+            self.mem.copyto(copies[n], state[n])
+        return copies
 
     def _cotangents(self):
         out = {}
