@@ -49,3 +49,4 @@ float64 = DType(np.dtype(np.float64))
 float32 = DType(np.dtype(np.float32))
 int64 = DType(np.dtype(np.int64))      # index arrays: read-only, never differentiated
 int32 = DType(np.dtype(np.int32))
+bool_ = DType(np.dtype(np.bool_))      # masks: read-only, never differentiated

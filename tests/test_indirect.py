@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sps
 
-from adjoint import (BoundsError, KernelSyntaxError, float64, grad, int64, jvp, kernel, symbol,
-                     vjp)
+from adjoint import (BoundsError, KernelSyntaxError, bool_, float64, grad, int64, jvp, kernel,
+                     symbol, vjp)
 
 N, M, NNZ = symbol("N"), symbol("M"), symbol("NNZ")
 
@@ -39,10 +39,14 @@ def _csr(n=9, seed=1):
     return A.indptr.astype(np.int64), A.indices.astype(np.int64), A.data.copy()
 
 
+def _copies(args):
+    return [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+
+
 def _fd(k, args, index, d, h=1e-5):
     """Central difference along d, perturbing only the floating arguments."""
     def f(step):
-        a = [x.copy() for x in args]
+        a = _copies(args)
         for n, dn in d.items():
             a[index[n]] = a[index[n]] + step * dn
         return k.py_func(*a)
@@ -52,8 +56,8 @@ def _fd(k, args, index, d, h=1e-5):
 def _check(k, args, wrt):
     names = list(k.__wrapped__.__code__.co_varnames[:len(args)])
     index = {n: i for i, n in enumerate(names)}
-    ref = k.py_func(*[a.copy() for a in args])
-    assert k(*[a.copy() for a in args]) == pytest.approx(ref, rel=1e-13)
+    ref = k.py_func(*_copies(args))
+    assert k(*_copies(args)) == pytest.approx(ref, rel=1e-13)
     grads = grad(k, wrt=wrt)(*args)
     rng = np.random.default_rng(3)
     d = {n: rng.standard_normal(args[index[n]].shape) for n in wrt}
@@ -111,3 +115,21 @@ def test_writing_an_index_array_is_rejected():
         return np.sum(x)
     with pytest.raises(KernelSyntaxError, match="read-only"):
         kernel(bad)(np.zeros(3, dtype=np.int64), np.ones(3))
+
+
+@kernel
+def masked_update(mask: bool_[N], x: float64[N], p: float) -> float:
+    s = 0.0
+    for i in range(N):
+        if mask[i]:
+            x[i] = x[i] * x[i] * p
+        s += x[i] * mask[i]
+    return s + np.sum(np.where(mask, x, 2.0 * x))
+
+
+def test_boolean_masks_as_inputs():
+    rng = np.random.default_rng(5)
+    mask = rng.random(8) > 0.5
+    _check(masked_update, (mask, rng.standard_normal(8), 0.7), ("x",))
+    _, pullback = vjp(masked_update, mask, np.ones(8), 0.7)
+    assert set(pullback({"return": 1.0})) == {"x", "p"}

@@ -65,7 +65,8 @@ ARGS = ("const int64_t *restrict sc_syms, void *const *restrict sc_data, "
 CHECK_SIGNATURE = "int sc_check(const int64_t *restrict sc_syms, int64_t *restrict sc_count)"
 PARALLEL_WORK = 32768   # iterations below which a parallel construct runs on one thread
 COUNTS = 4      # per region in sc_check's output: pushes, work, most pushes per iteration, trips
-C_TYPES = {"float64": "double", "float32": "float", "int64": "int64_t", "int32": "int32_t"}
+C_TYPES = {"float64": "double", "float32": "float", "int64": "int64_t", "int32": "int32_t",
+           "bool": "uint8_t"}
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from ..errors import ArgumentError, KernelSyntaxError
 from ..types import ArrayType
 
 FLOAT_DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
-INT_DTYPES = (np.dtype(np.int64), np.dtype(np.int32))
+INT_DTYPES = (np.dtype(np.int64), np.dtype(np.int32), np.dtype(np.bool_))
 
 
 @dataclass(frozen=True)
@@ -115,8 +115,8 @@ def type_of_value(name, value):
     """The type an unannotated parameter takes from the value it is called with."""
     if isinstance(value, np.ndarray):
         if value.dtype not in FLOAT_DTYPES + INT_DTYPES:
-            raise ArgumentError(f"argument {name!r}: arrays must be float64, float32, int64 "
-                                f"or int32, got {value.dtype}")
+            raise ArgumentError(f"argument {name!r}: arrays must be float64, float32, int64, "
+                                f"int32 or bool, got {value.dtype}")
         shape = tuple(sp.Symbol(f"__{name}_{k}", integer=True, nonnegative=True)
                       for k in range(value.ndim))
         return ArrayType(value.dtype, shape)

@@ -124,9 +124,9 @@ class KernelBuilder(LoopLowering):
     def _check_integer_arrays_are_read_only(self, body):
         for t, _, _ in tasklets(body):
             for m, _ in t.outputs:
-                if self.containers[m.data].dtype.kind == "i":
-                    raise KernelSyntaxError(f"integer array {m.data!r} is written; index "
-                                            "arrays are read-only in kernels",
+                if self.containers[m.data].dtype.kind in "ib":
+                    raise KernelSyntaxError(f"integer or boolean array {m.data!r} is written; "
+                                            "index arrays and masks are read-only in kernels",
                                             self.src.filename, t.line, 1)
 
     def block(self, stmts, top=False):
