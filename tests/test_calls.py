@@ -264,15 +264,16 @@ def test_scalars_pass_by_value_and_arrays_by_reference():
     def caller(x: float64[N], a: float) -> float:
         b = a
         r = scale_in_place(x, b)          # doubles its own copy of b
-        return b + 10.0 * r
+        q = scale_in_place(x, 2)          # an int the callee reassigns: a number of its own
+        return b + 10.0 * r + q
 
     x = np.arange(1.0, 5.0)
     got_x, want_x = x.copy(), x.copy()
     got = caller(got_x, 3.0)
     want = caller.py_func(want_x, 3.0)
-    assert got == want == 3.0 + 60.0
+    assert got == want == 3.0 + 60.0 + 4.0
     np.testing.assert_array_equal(got_x, want_x)
-    np.testing.assert_array_equal(got_x, 3.0 * x)
+    np.testing.assert_array_equal(got_x, 6.0 * x)
 
 
 def test_inlined_lines_are_the_call_line():

@@ -415,6 +415,11 @@ def complex_power(x: float64[N]) -> float:                  # was: CompileError 
     return x[0] + (-1.0) ** 0.5
 
 
+def compared_with_complex(x: float64[N]) -> float:         # was: TypeError (sympy)
+    x[x < (-1.0) ** 0.5] = 0.0
+    return np.sum(x)
+
+
 def zero_over_zero(x: float64[N]) -> float:                 # was: ZeroDivisionError (mpmath)
     return x[0] + 0.0 / 0.0
 
@@ -437,7 +442,8 @@ def huge_integer(x: float64[N]) -> float:                   # was: silently 0.0 
 
 @pytest.mark.parametrize("func", [string_return_annotation, numpy_annotation,
                                   array_rebound_to_number, mean_over_nothing, divides_by_zero,
-                                  complex_power, zero_over_zero, integer_division_by_zero,
+                                  complex_power, compared_with_complex, zero_over_zero,
+                                  integer_division_by_zero,
                                   loop_variable_divisor, huge_integer],
                          ids=lambda f: f.__name__)
 def test_found_by_fuzzing(func):

@@ -23,7 +23,7 @@ import sympy as sp
 from .array_shapes import (AXES, ONE, ArrayExpr, MaskValue, View, ViewValue, broadcast_to, constant,
                            fmt_shape, number, same_size, slice_axis, subscript, transpose,
                            truth)
-from .expressions import COMPARE, DataValue, ExpressionBuilder, IntValue
+from .expressions import COMPARE, DataValue, ExpressionBuilder, IntValue, real
 from .functions import floordiv, python_mod
 
 ARITHMETIC = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b,
@@ -307,7 +307,7 @@ class ArrayBuilder:
         args = [broadcast_to(a, shape) for a in args]
 
         def at(index):
-            return fn(*(convert(a.at(index)) for a in args))
+            return real(self.src, node, fn(*(convert(a.at(index)) for a in args)))
         return ArrayExpr(shape, at, boolean)
 
     def broadcast_shape(self, node, shapes):

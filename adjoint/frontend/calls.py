@@ -290,6 +290,8 @@ class _Inliner:
         tree, renamed = _rename(src.tree, params, self._taken(src.tree), self.kernel)
         callee_src = replace(src, tree=tree, renamed=tuple(renamed.items()))
         containers_before = set(self.kernel.containers)
+        self.assigned = {n.id for n in ast.walk(src.tree)
+                         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
         scope = self._arguments(params, renamed)
         body, results = self._lower_body(callee_src, scope)
         self._check_effects(body, containers_before)
@@ -375,8 +377,8 @@ class _Inliner:
                                          f"`{_short(arg)}` is an array of shape "
                                          f"{fmt_shape(v.shape)}")
         inputs, value = tasklet_body(b.ex, lambda: number(v.at(())))
-        if declared is None and not inputs and value.is_integer:
-            return IntValue(value)
+        if declared is None and not inputs and value.is_integer and pname not in self.assigned:
+            return IntValue(value)          # an integer the callee only reads: substituted
         c = Container(local, FLOAT64, (), True)
         self.kernel.containers[local] = c
         b.ex.prelude.append(State((Tasklet(inputs, ((Memlet(local), value),), self.line),),

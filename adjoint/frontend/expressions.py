@@ -177,7 +177,7 @@ class ExpressionBuilder:
         if method is None:
             raise self.src.error(node, f"`{ast.unparse(node)}`: {_describe(node)} is not "
                                        "supported in kernels")
-        return method(node, elementwise)
+        return real(self.src, node, method(node, elementwise))
 
     def _value_Constant(self, node, elementwise):
         v = node.value
@@ -325,6 +325,16 @@ class ExpressionBuilder:
             if mod is math or mod is np:
                 return mod
         return None
+
+
+def real(src, node, value):
+    """``value``, unless constant folding made it infinite or complex (``x / 0.0``,
+    ``np.sqrt(-1.0)``, ``(-1.0) ** 0.5``: NumPy gives inf or nan, C has no such constant)."""
+    if isinstance(value, sp.Basic) and value.has(sp.I, sp.zoo, sp.nan):
+        raise src.error(node, f"`{ast.unparse(node)}` is not a real number ({value}): a "
+                              "division by zero, or a square root, log or power outside its "
+                              "domain")
+    return value
 
 
 def _describe(node):
