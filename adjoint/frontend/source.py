@@ -103,6 +103,13 @@ def declared_types(func):
         if ann is not None and not (isinstance(ann, ArrayType) or ann is int or ann is float):
             raise KernelSyntaxError(f"parameter {name!r} is annotated {ann!r}; use float64[...], "
                                     "float32[...], int or float", *_where(func))
+        for size in getattr(ann, "shape", ()):
+            if size.has(sp.zoo, sp.nan, sp.oo, -sp.oo, sp.I) or not size.is_integer \
+                    or size.is_negative:
+                raise KernelSyntaxError(f"parameter {name!r}: the size {size} is not a "
+                                        "non-negative integer (sizes are ints, symbols made "
+                                        "with adjoint.symbol, and integer expressions of "
+                                        "them)", *_where(func))
         out[name] = ann
     return out
 
