@@ -8,11 +8,13 @@ written atomically into the per-user cache directory; a damaged or stale entry i
 rebuilt.
 """
 import dataclasses
+import functools
 import hashlib
 import logging
 import os
 import pickle
 import tempfile
+from pathlib import Path
 
 from ..options import options
 from .blas import blas
