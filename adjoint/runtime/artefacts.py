@@ -24,9 +24,18 @@ from .module import load
 log = logging.getLogger("adjoint.runtime")
 
 
+@functools.lru_cache(maxsize=None)
+def _engine_code():
+    """A digest of the engine's own source: artefacts of an edited engine are not reused."""
+    h = hashlib.sha256()
+    for path in sorted(Path(__file__).resolve().parents[1].rglob("*.py")):
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
 def digest(*parts):
     h = hashlib.sha256()
-    for part in parts + (ENGINE_VERSION, options.compiler, tuple(options.cflags), blas()) + (
+    for part in parts + (ENGINE_VERSION, _engine_code(), options.compiler, tuple(options.cflags), blas()) + (
             (options.device, options.nvcc, tuple(options.cuda_flags), options.cuda_arch,
              options.cuda_emulation) if options.device != "cpu" else ()):
         h.update(repr(part).encode())
