@@ -22,6 +22,7 @@ from ..sdfg.nodes import (SDFG, ConditionalRegion, Container, Guard, LoopRegion,
                           condition_containers, every_element, library_nodes, tasklets,
                           walk)
 from ..codegen.c import counted_loop
+from .gather import gather
 from .partials import partial
 
 G = sp.Symbol("__g", real=True)
@@ -78,7 +79,8 @@ def differentiate(sdfg, wrt, outputs) -> Adjoint:
         recorded_any |= recorded
         regions.append(Region(_describe(part, k), mk(body),
                               mk(_record(body, recorded, containers)),
-                              mk(_Reverser(active, recorded, containers).region(body)), reads,
+                              mk(gather(_Reverser(active, recorded, containers).region(body))),
+                              reads,
                               writes, _segmented(part)))
     needed = set().union(*needed_by)
     return Adjoint(tuple(regions), containers, active, frozenset(recorded_any),

@@ -270,8 +270,9 @@ class _Generator:
             raise TypeError(f"cannot generate code for {region!r}")
 
     def _loop(self, loop):
-        if loop.parallel and not self.in_parallel:
-            self.emit(f"#pragma omp parallel for schedule(static) if({self._worth(loop)})")
+        worth = self._worth(loop) if loop.parallel and not self.in_parallel else None
+        if worth:
+            self.emit(f"#pragma omp parallel for schedule(static) if({worth})")
             self.in_parallel = True
             try:
                 self._sequential_loop(loop)
@@ -281,17 +282,22 @@ class _Generator:
         self._sequential_loop(loop)
 
     def _worth(self, loop):
-        """Threads only for loop nests of at least PARALLEL_WORK iterations (estimated
-        from the ranges, outer variables at their start): smaller ones lose to the
-        cost of starting threads."""
-        volume, outer = sp.Integer(1), {}
-        deepest = max((ctx for _, ctx in walk(loop.body)), key=len, default=())
-        for region in [loop] + [r for r in deepest if isinstance(r, LoopRegion)][:2]:
-            if region.stop is None or index_loads(region.start) or index_loads(region.stop):
-                continue
-            trip = sp.Max((region.stop - region.start).subs(outer), 1)
-            volume *= trip
-            outer[region.var] = region.start
+        """The condition for threads: loop nests of at least PARALLEL_WORK iterations
+        (estimated from the ranges, outer variables at their start, of the longest
+        innermost loop); None when the
+        nest is provably smaller, since smaller ones lose to the cost of starting threads."""
+        volumes = set()
+        for context in {ctx for _, ctx in walk(loop.body)}:     # each innermost loop
+            volume, outer = sp.Integer(1), {}
+            for region in [loop] + [r for r in context if isinstance(r, LoopRegion)][:2]:
+                if region.stop is None or index_loads(region.start) or index_loads(region.stop):
+                    continue
+                volume *= sp.Max((region.stop - region.start).subs(outer), 1)
+                outer[region.var] = region.start
+            volumes.add(volume)
+        volume = sp.Max(*volumes) if volumes else sp.Integer(1)
+        if volume.is_number and volume < PARALLEL_WORK:
+            return None         # an edge piece: no threads, no outlined function
         return f"{self.index.doprint(volume)} >= {PARALLEL_WORK}"
 
     def _private(self, loop):

@@ -1,0 +1,385 @@
+"""Scatter -> gather: reverse sweeps of stencils rewritten so each iteration owns its output.
+
+The adjoint of ``B[i] = c*(A[i-1] + A[i] + A[i+1])`` scatters: iteration ``i`` adds to
+``gA[i-1]``, ``gA[i]`` and ``gA[i+1]``, so neighbouring iterations update the same
+element and the loop can neither vectorise nor run on threads without atomics.
+Substituting ``u = i + o`` in the term with offset ``o`` turns it into a gather,
+``gA[u] += c*gB[u - o]``, where every iteration writes one element of its own.
+
+The terms' ranges differ by their offsets, so the gathered nest is cut, per dimension,
+at every ``lo + o`` and ``hi + o``: between two cuts the same terms apply. The outer
+dimensions become boxes, and each row of a box runs the innermost intervals one after
+another (short edge pieces, then the long core, which vectorises), so every element is
+visited once and rows stay contiguous. No loop tests a condition, and every element
+read is one the scatter read. The cuts are in this order when every range is at least
+as long as the spread of the offsets; a nest shorter than that (checked once, before
+it runs) keeps the original scatter.
+
+The nest's body is distributed into one loop nest per target array, in statement
+order. This is legal when every array the nest touches is
+* local: always accessed at the same element, a different one per iteration;
+* read only; or
+* only accumulated into (never read or assigned in the nest),
+so the only dependences between iterations are additions, which commute (the
+gathered sums round differently from the scatter, within reassociation error).
+Restores from the tape run first, in the loops' own order.
+"""
+import itertools
+from dataclasses import dataclass, field, replace
+
+import sympy as sp
+
+from ..analysis.parallel import injective
+from ..sdfg.nodes import (SEGMENT, ConditionalRegion, LoopRegion, MapScope, Memlet, Pop,
+                          Sequence, State, Tasklet, index_loads)
+
+
+MAX_LOOPS = 256      # innermost loops one nest may become; beyond, it stays a scatter
+
+
+def gather(region):
+    """``region`` with every scatter nest of constant offsets rewritten into gathers."""
+    if isinstance(region, Sequence):
+        return Sequence(tuple(gather(e) for e in region.elements))
+    if isinstance(region, LoopRegion):
+        nest, pops = _loop_nest(region)
+        rewritten = _rewrite(nest, pops, region.line) if nest is not None else None
+        if rewritten is None:
+            return replace(region, body=gather(region.body))
+        restores = (_with_body(region, State(pops)),) if pops else ()
+        scatter = _with_body(region, State(nest.tasklets))
+        return Sequence(restores + (_guarded(*rewritten, scatter, region.line),))
+    if isinstance(region, ConditionalRegion):
+        return ConditionalRegion(tuple((c, gather(b)) for c, b in region.branches),
+                                 region.line)
+    return _state(region)
+
+
+def _state(state):
+    """A state whose scatter maps become gathered loop nests (the state is split there)."""
+    parts, run = [], []
+    for node in state.nodes:
+        rewritten = _map(node)
+        if rewritten is None:
+            run.append(node)
+            continue
+        if run:
+            parts.append(State(tuple(run), state.label))
+            run = []
+        parts.append(_guarded(*rewritten, State((node,), state.label), node.line))
+    if not parts:
+        return state
+    if run:
+        parts.append(State(tuple(run), state.label))
+    return Sequence(tuple(parts))
+
+
+def _guarded(condition, loops, scatter, line):
+    gathered = Sequence(tuple(loops))
+    if condition == sp.true:
+        return gathered
+    return ConditionalRegion(((condition, gathered), (None, Sequence((scatter,)))), line)
+
+
+@dataclass(frozen=True)
+class _Nest:
+    """A rectangular nest: ``lo <= v < hi`` per variable, outermost first."""
+    vars: tuple
+    bounds: tuple
+    tasklets: tuple
+
+
+@dataclass(frozen=True)
+class _Term:
+    """One output of a tasklet with the inputs its expression reads; ``shift[k]`` is the
+    constant offset of the target from variable k (None: not a constant-offset target)."""
+    out: Memlet
+    expr: sp.Expr
+    inputs: tuple
+    line: int
+    shift: tuple = None
+
+    @property
+    def shifted(self):
+        return self.shift is not None and any(self.shift)
+
+    def reads(self):
+        return {m.data for _, m in self.inputs}
+
+
+@dataclass
+class _Group:
+    """Terms sharing one loop nest: ``key`` names the gathered target, None runs the
+    terms over the nest's own range at their own elements."""
+    key: tuple
+    terms: list = field(default_factory=list)
+
+    def writes(self):
+        return {t.out.data for t in self.terms}
+
+    def reads(self):
+        return set().union(*(t.reads() for t in self.terms))
+
+
+# ---- finding nests ---------------------------------------------------------------------
+def _loop_nest(loop):
+    """(the perfect, rectangular nest of counted loops rooted at ``loop``, the restores of
+    its body), or (None, ()). The restores run first, in the loops' own order, which is
+    the tape's: legal when no tasklet before a restore touches the restored array."""
+    variables, bounds, region = [], [], loop
+    while True:
+        b = _bounds(region)
+        if b is None:
+            return None, ()
+        variables.append(region.var)
+        bounds.append(b)
+        elements = region.body.elements
+        if len(elements) != 1 or not isinstance(elements[0], LoopRegion):
+            break
+        region = elements[0]
+    if not all(isinstance(e, State) for e in elements) or any(
+            e.free_symbols & set(variables) for b in bounds for e in b):
+        return None, ()
+    tasks, pops = [], []
+    for node in (n for e in elements for n in e.nodes):
+        if isinstance(node, Pop) and not any(node.memlet.data in {m.data for m in _memlets(t)}
+                                             for t in tasks):
+            pops.append(node)
+        elif isinstance(node, Tasklet):
+            tasks.append(node)
+        else:
+            return None, ()
+    return _Nest(tuple(variables), tuple(bounds), tuple(tasks)), tuple(pops)
+
+
+def _with_body(loop, state):
+    """The nest rooted at ``loop`` with ``state`` as its innermost body."""
+    inner = loop.body.elements
+    if len(inner) == 1 and isinstance(inner[0], LoopRegion):
+        return replace(loop, body=Sequence((_with_body(inner[0], state),)))
+    return replace(loop, body=Sequence((state,)))
+
+
+def _bounds(loop):
+    """``(lo, hi)`` with the loop's iterations ``lo <= v < hi``, or None."""
+    if loop.stop is None or loop.exit is not None or loop.tape_trips:
+        return None
+    if index_loads(loop.start) or index_loads(loop.stop):
+        return None
+    if loop.segment:                    # a checkpointing segment: iterations [__k0, __k1)
+        k0, k1 = SEGMENT
+        return (loop.start + k0, loop.start + k1) if loop.step == 1 else None
+    if loop.step == 1:
+        return loop.start, loop.stop
+    if loop.step == -1:
+        return loop.stop + 1, loop.start + 1
+    return None
+
+
+def _map(node):
+    """(condition, loop nests) replacing a scatter map, or None."""
+    if not isinstance(node, MapScope) or not all(isinstance(t, Tasklet) for t in node.body):
+        return None
+    if any(s != 1 for _, _, s in node.ranges):
+        return None
+    nest = _Nest(node.params, tuple((a, b) for a, b, _ in node.ranges), node.body)
+    return _rewrite(nest, (), node.line)
+
+
+# ---- the rewrite -----------------------------------------------------------------------
+def _rewrite(nest, pops, line):
+    """(condition under which the gathered nests are exact, the loop nests replacing
+    ``nest`` after its restores ``pops``), or None when it has no scatter or the
+    rewrite does not apply."""
+    memlets = [m for t in nest.tasklets for m in _memlets(t)] + [p.memlet for p in pops]
+    if any(index_loads(e) for m in memlets for e in m.subset) or not _legal(nest, pops):
+        return None
+    terms = []
+    for t in nest.tasklets:
+        split = _terms(t, nest.vars)
+        if split is None:
+            return None
+        terms += split
+    if not any(term.shifted for term in terms):
+        return None
+    groups = _groups(terms, nest.vars)
+    loops = [n for group in groups for n in _emit(group, nest, line)]
+    if sum(_innermost(n) for n in loops) > MAX_LOOPS:
+        return None
+    condition = sp.And(*(sp.Ge(hi - lo, max(offsets) - min(offsets))
+                         for g in groups if g.key is not None
+                         for (lo, hi), offsets in zip(nest.bounds,
+                                                      zip(*(t.shift for t in g.terms)))
+                         if max(offsets) > min(offsets)))
+    return condition, loops
+
+
+def _innermost(region):
+    """Number of innermost loops in a nest."""
+    if isinstance(region, Sequence):
+        return sum(_innermost(e) for e in region.elements)
+    if isinstance(region, LoopRegion):
+        return max(_innermost(region.body), 1)
+    return 0
+
+
+def _memlets(t):
+    return [m for _, m in t.inputs] + [m for m, _ in t.outputs]
+
+
+def _legal(nest, pops):
+    """Every array is local, read only, or only accumulated into."""
+    subsets, reads, assigned, summed = {}, set(), set(), set()
+    for p in pops:
+        assigned.add(p.memlet.data)
+        subsets.setdefault(p.memlet.data, set()).add(p.memlet.subset)
+    for t in nest.tasklets:
+        for _, m in t.inputs:
+            reads.add(m.data)
+            subsets.setdefault(m.data, set()).add(m.subset)
+        for m, _ in t.outputs:
+            (summed if m.wcr else assigned).add(m.data)
+            subsets.setdefault(m.data, set()).add(m.subset)
+    for name, s in subsets.items():
+        local = len(s) == 1 and bool(nest.vars) and injective(next(iter(s)), nest.vars)
+        read_only = name not in assigned | summed
+        sum_only = name not in reads | assigned
+        if not (local or read_only or sum_only):
+            return False
+    return True
+
+
+def _terms(t, variables):
+    """The tasklet's outputs as terms, accumulations first: a tasklet reads all inputs
+    before writing, so no term may write what a later one reads (None if one would)."""
+    conns = t.connector_memlets()
+    terms = []
+    for m, e in sorted(t.outputs, key=lambda o: not o[0].wcr):
+        used = tuple((c, conns[c]) for c in sorted(e.free_symbols & conns.keys(), key=str))
+        terms.append(_Term(m, e, used, t.line, _shift(m.subset, variables) if m.wcr else None))
+    for k, term in enumerate(terms):
+        if any(term.out.data in later.reads() for later in terms[k + 1:]):
+            return None
+    return terms
+
+
+def _shift(subset, variables):
+    """Per variable, the constant ``o`` with the target's index ``v + o``; None unless
+    every variable appears that way in exactly one dimension."""
+    shift = {}
+    for e in subset:
+        used = e.free_symbols & set(variables)
+        if not used:
+            continue
+        if len(used) > 1:
+            return None
+        v, = used
+        offset = sp.expand(e - v)
+        if not offset.is_Integer or v in shift:
+            return None
+        shift[v] = int(offset)
+    if len(shift) != len(variables):
+        return None
+    return tuple(shift[v] for v in variables)
+
+
+def _groups(terms, variables):
+    """Terms into loop nests, in statement order. A term with constant offsets joins the
+    earlier gather into its target unless a nest in between writes what it reads or
+    touches its target (moving it earlier must not change what it sees); other terms
+    fuse with an ungathered nest just before them (their dependences stay within one
+    iteration)."""
+    groups = []
+    for term in terms:
+        key = _target_key(term, variables) if term.shift is not None else None
+        home = None
+        for k in range(len(groups) - 1, -1, -1):
+            if key is not None and groups[k].key == key:
+                between = groups[k + 1:]
+                if not any(g.writes() & term.reads() or term.out.data in g.reads() | g.writes()
+                           for g in between):
+                    home = groups[k]
+                break
+        if home is None and not term.shifted and groups and groups[-1].key is None:
+            home = groups[-1]
+        if home is None:
+            home = _Group(key if term.shifted else None)
+            groups.append(home)
+        home.terms.append(term)
+    return groups
+
+
+def _target_key(term, variables):
+    """The target with its offsets removed: terms with equal keys gather into one array."""
+    back = dict(zip(variables, (v - o for v, o in zip(variables, term.shift))))
+    return term.out.data, tuple(sp.expand(e.subs(back, simultaneous=True))
+                            for e in term.out.subset)
+
+
+def _emit(group, nest, line):
+    """Loop nests running the group's terms, each term over its own (shifted) range."""
+    if group.key is None:
+        return [_loops(nest.vars, nest.bounds, tuple(_tasklet([t], ()) for t in group.terms),
+                       line)]
+    *outer, inner = range(len(nest.vars))
+    cuts = [_intervals(sorted({t.shift[d] for t in group.terms})) for d in range(len(nest.vars))]
+    out = []
+    for box in itertools.product(*(cuts[d] for d in outer)):
+        active = [t for t in group.terms
+                  if all(_applies(t.shift[d], piece) for d, piece in zip(outer, box))]
+        rows = []
+        for piece in cuts[inner]:
+            here = [t for t in active if _applies(t.shift[inner], piece)]
+            if here:
+                rows.append(_loops(nest.vars[inner:], [_range(piece, nest.bounds[inner])],
+                                   (_tasklet(here, nest.vars),), line))
+        if rows:
+            bounds = [_range(piece, nest.bounds[d]) for d, piece in zip(outer, box)]
+            out.append(_loops(nest.vars[:inner], bounds, None, line, Sequence(tuple(rows))))
+    return out
+
+
+def _loops(variables, bounds, tasklets, line, body=None):
+    """The nest of counted loops over ``bounds`` around ``tasklets`` (or ``body``)."""
+    body = body if body is not None else Sequence((State(tasklets),))
+    for v, (lo, hi) in reversed(list(zip(variables, bounds))):
+        body = Sequence((LoopRegion(v, lo, hi, sp.Integer(1), body, line),))
+    return body.elements[0] if len(body.elements) == 1 else body
+
+
+def _intervals(offsets):
+    """Consecutive cuts ``lo + o`` (for every offset), then ``hi + o``, as pairs of
+    (side, offset): in this order when ``hi - lo >= max(o) - min(o)``."""
+    cuts = [("lo", o) for o in offsets] + [("hi", o) for o in offsets]
+    return list(zip(cuts, cuts[1:]))
+
+
+def _applies(offset, piece):
+    """Whether the term with ``offset`` runs on the whole piece: it starts at ``lo +
+    offset`` and stops at ``hi + offset``."""
+    (start_side, a), (stop_side, b) = piece
+    return (start_side == "hi" or a >= offset) and (stop_side == "lo" or b <= offset)
+
+
+def _range(piece, bounds):
+    lo, hi = bounds
+    return tuple((lo if side == "lo" else hi) + o for side, o in piece)
+
+
+def _tasklet(terms, variables):
+    """One tasklet adding up ``terms`` (gathered when ``variables``: the target's index
+    becomes the loop variables, each term's inputs move by minus its shift)."""
+    inputs, total = [], sp.Integer(0)
+    for term in terms:
+        back = {v: v - o for v, o in zip(variables, term.shift or ())}
+        rename = {}
+        for conn, m in term.inputs:
+            fresh = sp.Symbol(f"__in{len(inputs)}", real=True)
+            rename[conn] = fresh
+            inputs.append((fresh, Memlet(m.data, tuple(sp.expand(e.subs(back, simultaneous=True))
+                                                       for e in m.subset))))
+        total += term.expr.xreplace(rename).subs(back, simultaneous=True)
+    first = terms[0].out
+    subset = _target_key(terms[0], variables)[1] if variables else first.subset
+    return Tasklet(tuple(inputs), ((Memlet(first.data, subset, first.wcr), total),),
+                   terms[0].line)
