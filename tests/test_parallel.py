@@ -87,3 +87,36 @@ def test_generated_code_uses_openmp_where_it_pays():
     jacobi(np.ones((5, 5)), np.ones((5, 5)), 1)
     source = next(iter(jacobi._specs.values())).forward.source
     assert source.count("#pragma omp parallel for") == 1 and "if(" in source
+
+
+@kernel
+def matvec(A: float64[N, N], x: float64[N], y: float64[N]) -> float:
+    for i in range(N):
+        for j in range(N):
+            y[i] += A[i, j] * x[j]           # a dot product per row
+    return np.sum(y)
+
+
+@kernel
+def running_sum(x: float64[N], y: float64[N]) -> float:
+    s = 0.0
+    for i in range(N):
+        s += x[i]
+        y[i] = s                             # reads the sum every iteration: stays in order
+    return s
+
+
+@pytest.mark.c_source
+def test_inner_sums_vectorise_as_simd_reductions():
+    rng = np.random.default_rng(3)
+    A, x = rng.random((300, 300)), rng.random(300)
+    y = np.zeros(300)
+    assert matvec(A, x, y) == pytest.approx(float(np.sum(A @ x)), rel=1e-13)
+    np.testing.assert_allclose(y, A @ x, rtol=1e-13)
+    source = next(iter(matvec._specs.values())).forward.source
+    assert "#pragma omp simd reduction(+:sc_acc0)" in source
+    assert "v_y[i_i] += sc_acc0;" in source          # one update of y[i] per row
+    y = np.zeros(300)
+    assert running_sum(x, y) == pytest.approx(float(np.sum(x)), rel=1e-13)
+    np.testing.assert_allclose(y, np.cumsum(x), rtol=1e-13)
+    assert "omp simd" not in next(iter(running_sum._specs.values())).forward.source

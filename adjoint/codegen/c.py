@@ -125,6 +125,8 @@ def _dispatcher(n):
 
 
 class _Generator:
+    simd_sums = True        # innermost sum loops as `omp simd reduction` (C with OpenMP)
+
     def __init__(self, layout, unbounded=False, blas=None):
         self.layout, self.unbounded, self.blas = layout, unbounded, blas
         self.names = layout.names()
@@ -134,6 +136,7 @@ class _Generator:
         self.lines, self.depth = [], 0
         self.loop_vars = []
         self.in_parallel, self.atomic = False, set()
+        self.accumulators = {}      # memlet -> local accumulator of a vectorised sum
 
     def emit(self, line):
         self.lines.append("    " * self.depth + line)
@@ -330,6 +333,11 @@ class _Generator:
             self.close()
             self.close()
             return
+        reduction = self._reduction(loop.var, _tasklets_only(loop.body))
+        if (reduction and loop.stop is not None and loop.exit is None and not loop.parallel
+                and loop.step.is_number):         # `omp simd` wants a canonical loop
+            self._reduce(*reduction, lambda: self._open_loop(loop))
+            return
         if loop.tape_trips:
             self.open("")
             self.emit(f"int64_t n{var} = 0;")
@@ -409,20 +417,73 @@ class _Generator:
         self.close()
 
     def _write(self, m, value):
+        if m in self.accumulators:
+            self.emit(f"{self.accumulators[m]} += {value};")
+            return
         op = "+=" if m.wcr == "sum" else "="
         if m in self.atomic:
             self.emit("#pragma omp atomic")
         self.emit(f"{self.access(m)} {op} {value};")
 
-    def _map(self, node):
-        for p, (a, b, s) in zip(node.params, node.ranges):
-            self._open_loop(LoopRegion(p, a, b, s, None))
+    def _map(self, node, worksharing=False):
+        loops = [LoopRegion(p, a, b, s, None) for p, (a, b, s) in zip(node.params, node.ranges)]
+        for loop in loops[:-1]:
+            self._open_loop(loop)
         self.loop_vars += list(node.params)
-        for inner in node.body:
-            self.node(inner)
-        del self.loop_vars[-len(node.params):]
-        for _ in node.params:
+        # the outermost loop of a parallel map is the `omp for` itself
+        reduction = self._reduction(node.params[-1], node.body) if (
+            len(loops) > 1 or not worksharing) and loops[-1].step.is_number else None
+        if reduction:
+            self._reduce(*reduction, lambda: self._open_loop(loops[-1]))
+        else:
+            self._open_loop(loops[-1])
+            for inner in node.body:
+                self.node(inner)
             self.close()
+        del self.loop_vars[-len(node.params):]
+        for _ in loops[:-1]:
+            self.close()
+
+    def _reduction(self, var, body):
+        """(elements, tasklets) when all an innermost loop over ``var`` does is add into
+        elements fixed across its iterations (a dot product, a row sum: ``s += ...`` or
+        ``y[i] += A[i, j] * x[j]``) which it reads nowhere else; the tasklets then
+        write those additions as sums. Else None."""
+        if not self.simd_sums or not body or not all(isinstance(t, Tasklet) for t in body):
+            return None
+        body = [_as_sum(t) for t in body]
+        sums = []
+        for t in body:
+            for m, _ in t.outputs:
+                if (not m.wcr or self.shapes[m.data].dtype.kind != "f"
+                        or any(var in e.free_symbols or index_loads(e) for e in m.subset)):
+                    return None
+                if m not in sums:
+                    sums.append(m)
+        written = {m.data for m in sums}
+        if any(m.data in written for t in body for _, m in t.inputs):
+            return None
+        return sums, body
+
+    def _reduce(self, sums, body, open_loop):
+        """The loop with one local accumulator per element it sums into, added to the
+        element after the loop: ``omp simd reduction`` lets it vectorise (the sum is
+        reassociated across vector lanes, deterministically for a given machine)."""
+        self.open("")
+        names = {}
+        for m in sums:
+            names[m] = f"sc_acc{len(self.accumulators) + len(names)}"
+            self.emit(f"{C_TYPES[self.shapes[m.data].dtype.name]} {names[m]} = 0;")
+        self.emit(f"#pragma omp simd reduction(+:{', '.join(names.values())})")
+        open_loop()
+        outer, self.accumulators = self.accumulators, {**self.accumulators, **names}
+        for t in body:
+            self.node(t)
+        self.accumulators = outer
+        self.close()
+        for m, name in names.items():
+            self._write(m, name)
+        self.close()
 
     def _parallel_map(self, node):
         """Threads over the map; sums into scalars go through per-thread partial sums,
@@ -444,7 +505,7 @@ class _Generator:
         self.emit("sc_nt = omp_get_num_threads();")
         self.emit("#pragma omp for schedule(static)")     # outer axis: inner ones vectorise
         self.in_parallel = True
-        self._map(node)
+        self._map(node, worksharing=True)
         self.in_parallel, self.atomic = False, set()
         for name in sums:
             self.emit(f"sc_part_{name}[omp_get_thread_num()] = sc_sum_{name};")
@@ -503,6 +564,31 @@ def _neighbour(read, write, innermost):
         if d != 0 and not (d.is_Integer and v in w.free_symbols):
             return False
     return True
+
+
+def _as_sum(t):
+    """A tasklet ``x = x + f`` (its only output, ``x`` read only there) as ``x += f``."""
+    if len(t.outputs) != 1 or t.outputs[0][0].wcr:
+        return t
+    (m, expr), = t.outputs
+    own = [c for c, i in t.inputs if i == m]
+    if len(own) != 1 or any(i.data == m.data and i != m for _, i in t.inputs):
+        return t
+    rest = sp.expand(expr - own[0])
+    if own[0] in rest.free_symbols:
+        return t
+    inputs = tuple((c, i) for c, i in t.inputs if c != own[0])
+    return Tasklet(inputs, ((Memlet(m.data, m.subset, "sum"), rest),), t.line)
+
+
+def _tasklets_only(region):
+    """The tasklets of a body made of states of tasklets only, else None."""
+    if isinstance(region, Sequence):
+        parts = [_tasklets_only(e) for e in region.elements]
+        return None if any(p is None for p in parts) else [t for p in parts for t in p]
+    if isinstance(region, State) and all(isinstance(n, Tasklet) for n in region.nodes):
+        return list(region.nodes)
+    return None
 
 
 def _leaves(node):

@@ -123,6 +123,7 @@ class _Device(_Generator):
     C), or (kind, elements per iteration) in a grid kernel, whose iteration ``sc_r`` (its
     place in the sequential order) pushes at ``sc_t0 + sc_r * n + k`` and pops from
     ``sc_t0 - sc_r * n - k - 1``."""
+    simd_sums = False
 
     def __init__(self, layout, unbounded):
         super().__init__(layout, unbounded, None)
@@ -283,6 +284,7 @@ def _describe(item):
 
 class _Host(_Generator):
     """Host code of one entry point: control flow around kernels, and the launches."""
+    simd_sums = False
 
     def __init__(self, module, sdfg):
         super().__init__(module.layout, module.unbounded, None)
