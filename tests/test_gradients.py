@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from adjoint import grad, value_and_grad, vjp
+from adjoint.sdfg.nodes import Push, walk
 from corpus import CASES, CASES_BY_NAME
 from kernel_testing import (arg_names, assert_arrays_close, assert_close_scalar,
                             assert_untouched, copy_args, fd_atol, fd_directional,
@@ -323,3 +324,20 @@ def test_gemm_gradient_by_hand():
     assert_arrays_close(gB, 2 * alpha * A.T @ R, 1e-12, what="dB")
     assert_close_scalar(galpha, float(np.sum(2 * R * (A @ B))), 1e-12, what="dalpha")
     assert_close_scalar(gbeta, float(np.sum(2 * R * C)), 1e-12, what="dbeta")
+
+
+def test_only_writes_a_partial_needs_are_recorded():
+    """gemm's ``C *= beta`` needs C's old value (d/dbeta); the k-loop's ``C += ...``
+    needs none and, since C is read only where it is overwritten, pushes nothing: the
+    tape holds N*M values, not N*M*K."""
+    case = CASES_BY_NAME["gemm"]
+    args = case.make_args(rng_for("gemm-tape"))
+    spec = case.kernel.specialize(args)
+    adj = spec.backward(frozenset(case.wrt), frozenset({"__return"})).adjoint
+    pushes = [ctx for r in adj.regions for node, ctx in walk(r.record.body)
+              if isinstance(node, Push)]
+    assert pushes and all(len(ctx) == 2 for ctx in pushes)     # inside (i, j) only, not k
+    C = args[0]
+    g = grad(case.kernel, wrt="beta")(*args)
+    R = args[4] * C + args[3] * args[1] @ args[2]
+    assert_close_scalar(g, float(np.sum(2 * R * C)), 1e-12, what="dbeta")

@@ -54,7 +54,7 @@ class Adjoint:
     regions: tuple          # Regions in forward order
     containers: dict        # primal containers, then one adjoint per active container
     active: frozenset       # containers with adjoints
-    recorded: frozenset     # containers pushed on every write
+    recorded: frozenset     # containers whose overwritten values are pushed
     needs_forward: bool     # False when the reverse sweep reads no value the forward changes
 
 
@@ -68,21 +68,23 @@ def differentiate(sdfg, wrt, outputs) -> Adjoint:
         c = sdfg.containers[name]
         containers[adjoint_name(name)] = Container(adjoint_name(name), c.dtype, c.shape)
     parts = _partition(sdfg.body)
-    needed_by = [_values_needed(Sequence(p), sdfg.containers, active) for p in parts]
-    regions, needed_so_far, recorded_any = [], set(), set()
+    readers_by = [_readers(Sequence(p), sdfg.containers, active) for p in parts]
+    regions, readers, recorded_any = [], {}, set()
     for k, part in enumerate(parts):
         body = Sequence(part)
         mk = lambda b: sdfg.replace(body=b, containers=containers)   # noqa: E731
         reads, writes = _accesses(body, sdfg.containers)
-        needed_so_far |= needed_by[k]
-        recorded = frozenset(needed_so_far & writes)
-        recorded_any |= recorded
+        for name, rs in readers_by[k].items():
+            readers.setdefault(name, set()).update(rs)
+        recorded = _Recorded({n: frozenset(readers[n]) if _self_covered(n, readers[n]) else None
+                              for n in readers.keys() & writes})
+        recorded_any |= recorded.names
         regions.append(Region(_describe(part, k), mk(body),
                               mk(_record(body, recorded, containers)),
                               mk(gather(_Reverser(active, recorded, containers).region(body))),
                               reads,
                               writes, _segmented(part)))
-    needed = set().union(*needed_by)
+    needed = set().union(*readers_by)
     return Adjoint(tuple(regions), containers, active, frozenset(recorded_any),
                    bool(needed & written_containers(sdfg)))
 
@@ -137,14 +139,16 @@ def _accesses(region, containers):
     return frozenset(reads), frozenset(writes)
 
 
-def _values_needed(body, containers, active):
-    """Containers whose values the reverse sweep of ``body`` reads: flags of decisions on
-    data, and what some partial derivative of an active statement reads."""
-    needed = set()
+def _readers(body, containers, active):
+    """Containers whose values the reverse sweep of ``body`` reads, each with what reads
+    them: the active tasklets some partial of which reads the container, or None for a
+    decision on data or a matrix product (d(ab) = da b + a db)."""
+    readers = {}
     for _, context in walk(body):
         for region in context:
             if isinstance(region, Guard):
-                needed |= condition_containers(region.condition, containers)
+                for name in condition_containers(region.condition, containers):
+                    readers.setdefault(name, set()).add(None)
     for t, _, _ in tasklets(body):
         conns = t.connector_memlets()
         for memlet, expr in t.outputs:
@@ -153,12 +157,45 @@ def _values_needed(body, containers, active):
             for conn in expr.free_symbols & conns.keys():
                 if conns[conn].data in active:
                     d = partial(expr, conn)
-                    needed |= {conns[s].data for s in d.free_symbols if s in conns}
-    for mm in library_nodes(body):          # d(ab) = da b + a db
+                    for s in d.free_symbols & conns.keys():
+                        readers.setdefault(conns[s].data, set()).add(t)
+    for mm in library_nodes(body):
         if mm.out in active:
-            needed |= {mm.b} if mm.a in active else set()
-            needed |= {mm.a} if mm.b in active else set()
-    return needed
+            for name in ({mm.b} if mm.a in active else set()) | ({mm.a} if mm.b in active
+                                                                 else set()):
+                readers.setdefault(name, set()).add(None)
+    return readers
+
+
+def _self_covered(name, readers):
+    """Whether every reader of ``name`` reads it only at the element it overwrites
+    (``C[i, j] *= beta``). Recording those writes alone then restores every value a
+    reverse partial reads: the first write after each read is the reader's own."""
+    for t in readers:
+        if t is None or len(t.outputs) != 1:
+            return False
+        out = t.outputs[0][0]
+        if out.data != name or out.wcr or any(m.data == name and m != out for _, m in t.inputs):
+            return False
+    return True
+
+
+@dataclass(frozen=True)
+class _Recorded:
+    """Which writes push the element they overwrite: for each recorded container, None
+    (every write) or the tasklets whose writes alone need it (see _self_covered)."""
+    by_name: dict
+
+    @property
+    def names(self):
+        return frozenset(self.by_name)
+
+    def __contains__(self, name):
+        return name in self.by_name
+
+    def pushes(self, node, memlet):
+        only = self.by_name.get(memlet.data, ())
+        return memlet.data in self.by_name and (only is None or node in only)
 
 
 # ---- recording forward -----------------------------------------------------------------
@@ -182,11 +219,11 @@ def _record_nodes(nodes, recorded, containers):
                                 _record_nodes(node.body, recorded, containers), node.line))
             continue
         if isinstance(node, MatMul):
-            if node.out in recorded:       # the product overwrites the whole container
+            if recorded.pushes(node, Memlet(node.out)):    # it overwrites the whole container
                 out += every_element(containers[node.out], lambda m: (Push(m, node.line),),
                                      node.line)
         else:
-            out += [Push(m, node.line) for m, _ in node.outputs if m.data in recorded]
+            out += [Push(m, node.line) for m, _ in node.outputs if recorded.pushes(node, m)]
         out.append(node)
     return tuple(out)
 
@@ -212,7 +249,7 @@ class _Reverser:
         """A state's nodes backwards; maps that restore values become reversed loops."""
         elements, pending = [], []
         for node in reversed(state.nodes):
-            if isinstance(node, MapScope) and any(m.data in self.recorded
+            if isinstance(node, MapScope) and any(self.recorded.pushes(t, m)
                                                   for t in node.body for m, _ in t.outputs):
                 if pending:
                     elements.append(State(tuple(pending), state.label))
@@ -223,7 +260,7 @@ class _Reverser:
                 if body:
                     pending.append(MapScope(node.params, node.ranges, body, node.line))
             elif isinstance(node, MatMul):
-                if node.out in self.recorded:
+                if self.recorded.pushes(node, Memlet(node.out)):
                     if pending:
                         elements.append(State(tuple(pending), state.label))
                         pending = []
@@ -275,7 +312,7 @@ class _Reverser:
     def tasklet(self, t):
         """Restore, then propagate, for one forward tasklet (single output)."""
         (out, expr), = t.outputs
-        nodes = [Pop(out, t.line)] if out.data in self.recorded else []
+        nodes = [Pop(out, t.line)] if self.recorded.pushes(t, out) else []
         if out.data not in self.active:
             return nodes
         conns = t.connector_memlets()
