@@ -41,6 +41,7 @@ def ratios(r, clock):
         return x / y if x and y else None
     return {"python/engine fwd": div("python_fwd", "engine_fwd"),
             "JAX/engine grad": div("jax_grad", "engine_grad"),
+            "JAX faithful/engine grad": div("jaxlit_grad", "engine_grad"),
             "engine grad/fwd": div("engine_grad", "engine_fwd"),
             "JAX grad/fwd": div("jax_grad", "jax_fwd"),
             "JAX/engine fwd": div("jax_fwd", "engine_fwd")}
@@ -83,11 +84,18 @@ def one_line(rec, clock):
     for s, r in rec["sizes"].items():
         q = ratios(r, clock)
         jax = ms(time_of(r, "jax_grad", clock)) + ("~" if extrapolated(r) else "")
+        lit = ""
+        if time_of(r, "jaxlit_grad", clock):
+            lit = (f" faithful {ms(time_of(r, 'jaxlit_grad', clock))}"
+                   f"{'~' if extrapolated(r, 'jaxlit') else ''}")
+            q_lit = f", faithful/grad {x(q['JAX faithful/engine grad'])}"
+        else:
+            q_lit = ""
         parts.append(f"{s}: py {ms(time_of(r, 'python_fwd', clock))} "
                      f"fwd {ms(time_of(r, 'engine_fwd', clock))} "
-                     f"grad {ms(time_of(r, 'engine_grad', clock))} jax {jax} ms {clock} "
-                     f"(py/fwd {x(q['python/engine fwd'])}, jax/grad {x(q['JAX/engine grad'])}) "
-                     f"[{check_text(r)}]")
+                     f"grad {ms(time_of(r, 'engine_grad', clock))} jax {jax}{lit} ms {clock} "
+                     f"(py/fwd {x(q['python/engine fwd'])}, jax/grad {x(q['JAX/engine grad'])}"
+                     f"{q_lit}) [{check_text(r)}]")
     if rec.get("compile_cold_fwd") is not None:
         parts.append(f"cold {rec['compile_cold_fwd'] + rec['compile_cold_grad']:.2f}s")
     parts += rec["errors"]
@@ -123,10 +131,14 @@ def size_table(records, s, clock):
 
 
 def summary_table(records, sizes, clock):
-    head = ["size", "group", "kernels", "Python/engine fwd", "JAX/engine ∇ (all)",
-            "of which extrapolated", "JAX/engine ∇ (measured only)", "engine ∇/fwd",
+    head = ["size", "group", "kernels", "Python/engine fwd", "JAX/engine ∇ idiomatic (all)",
+            "of which extrapolated", "JAX/engine ∇ idiomatic (measured only)",
+            "JAX/engine ∇ faithful (all)", "of which extrapolated",
+            "JAX/engine ∇ faithful (measured only)", "JAX ∇ faithful/idiomatic",
+            "engine ∇/fwd",
             "JAX ∇/fwd", f"Python/engine fwd ({other(clock)})",
-            f"JAX/engine ∇ (all, {other(clock)})"]
+            f"JAX/engine ∇ idiomatic (all, {other(clock)})",
+            f"JAX/engine ∇ faithful (all, {other(clock)})"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for s in sizes:
         for label, member in GROUPS:
@@ -137,15 +149,24 @@ def summary_table(records, sizes, clock):
             jax_all = [v["JAX/engine grad"] for v in q if v["JAX/engine grad"]]
             jax_meas = [v["JAX/engine grad"] for v, r in zip(q, rows)
                         if v["JAX/engine grad"] and not extrapolated(r)]
+            lit_all = [v["JAX faithful/engine grad"] for v in q if v["JAX faithful/engine grad"]]
+            lit_meas = [v["JAX faithful/engine grad"] for v, r in zip(q, rows)
+                        if v["JAX faithful/engine grad"] and not extrapolated(r, "jaxlit")]
             lines.append("| " + " | ".join([
                 s, label, str(len(rows)), x(geomean(v["python/engine fwd"] for v in q)),
                 f"{x(geomean(jax_all))} (n={len(jax_all)})",
                 str(sum(extrapolated(r) for r in rows)),
                 f"{x(geomean(jax_meas))} (n={len(jax_meas)})",
+                f"{x(geomean(lit_all))} (n={len(lit_all)})",
+                str(sum(extrapolated(r, "jaxlit") for r in rows)),
+                f"{x(geomean(lit_meas))} (n={len(lit_meas)})",
+                x(geomean(v["JAX faithful/engine grad"] / v["JAX/engine grad"] for v in q
+                          if v["JAX faithful/engine grad"] and v["JAX/engine grad"])),
                 x(geomean(v["engine grad/fwd"] for v in q)),
                 x(geomean(v["JAX grad/fwd"] for v in q)),
                 x(geomean(v["python/engine fwd"] for v in qw)),
-                x(geomean(v["JAX/engine grad"] for v in qw))]) + " |")
+                x(geomean(v["JAX/engine grad"] for v in qw)),
+                x(geomean(v["JAX faithful/engine grad"] for v in qw))]) + " |")
     return lines
 
 
@@ -154,10 +175,10 @@ def literal_table(records, sizes, clock):
             if "jaxlit_grad" in r.get("t", {})]
     if not rows:
         return []
-    lines = ["", "## Literal JAX ports (a fori_loop per loop, .at[].set per element)", "",
-             "The same kernels transcribed loop for loop, as experiments/jax_seidel2d.py "
-             "does, instead of restructured into vectorised code or scans; not in the "
-             "geometric means.", "",
+    lines = ["", "## Faithful (literal) JAX ports (a fori_loop per loop, .at[].set per element)",
+             "", "The loop-heavy kernels transcribed loop for loop (as "
+             "experiments/jax_seidel2d.py does) instead of restructured into vectorised "
+             "code or scans; the `faithful` columns of the geometric means.", "",
              "| kernel | size | engine ∇ | JAX ∇ (idiomatic port) | JAX ∇ (literal port) | "
              "literal/engine | literal/idiomatic |", "|---|---|---|---|---|---|---|"]
     for rec, s, r in rows:
@@ -227,13 +248,28 @@ def markdown(info, records, sizes):
               "(`k.py_func`), `JAX/engine ∇` = speed-up of `adjoint.grad` (w.r.t. the corpus "
               "case's wrt) over `jax.jit(jax.grad(port))` of the port in "
               "`experiments/jax_ports.py`; `∇/fwd` = gradient time over forward time. "
+              "Two JAX ports: **idiomatic** (`jax_ports.PORTS`: the port a JAX expert "
+              "writes -- independent loops vectorised into `jnp` array code, recurrences "
+              "as `lax.scan`; the columns without a qualifier) and, for the loop-heavy "
+              "kernels (kinds loops and mixed), **faithful** (`jax_ports.LITERAL`: the "
+              "kernel transcribed loop for loop, what a scientist porting the loop code "
+              "gets -- a `lax.fori_loop` per loop in the same order, `x.at[i].set(...)` "
+              "per element update, the same arithmetic, scalars carried in the loop state, "
+              "an `if` on data as `jnp.where`/`lax.cond`; NumPy slice statements stay "
+              "slices; a loop whose bound depends on an enclosing index runs the full "
+              "range with the update masked, since JAX cannot reverse-differentiate a "
+              "`while_loop`). `JAX/engine ∇ idiomatic` / `faithful` = the engine's "
+              "gradient speed-up over each, with the number of kernels (n) and how many "
+              "of their times are extrapolated; `JAX ∇ faithful/idiomatic` = how much "
+              "slower the faithful port is than the idiomatic one (kernels with both). "
               "`(e)`: the JAX time at that size is **extrapolated** from three smaller "
               "sizes (details below), not measured. Checks: `fwd` = engine forward vs the "
               "original (max error relative to the largest entry, return value and every "
               "array), `∇` = engine gradient vs JAX's (at the largest measured size for "
-              "extrapolated rows). `load`: 1-minute load average when the size started; the "
-              "machine was shared with other jobs, so single timings are noisy, ratios "
-              "more so at S.", "", "## Geometric means", ""]
+              "extrapolated rows), `∇ literal` = the same for the faithful port. `load`: "
+              "1-minute load average when the size started; the machine was shared with "
+              "other jobs, so single timings are noisy, ratios more so at S.", "",
+              "## Geometric means", ""]
     lines += summary_table(records, sizes, clock)
     for s in sizes:
         lines += ["", f"## Size {s}", ""]

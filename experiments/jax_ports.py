@@ -15,11 +15,15 @@ would port the NumPy original:
 - integer arguments (time steps, iteration counts) are static, so loops have static
   trip counts.
 
-``STYLE`` records per port which of these it is. ``LITERAL`` holds a second port of a few
-loop kernels, transcribed loop for loop (a ``fori_loop`` per loop, ``.at[].set`` per
-element, as experiments/jax_seidel2d.py does): how a JAX user who does not restructure
-the loops fares; the suite reports it beside the idiomatic port. Importing this module fails cleanly
-(ImportError) without JAX; it turns on float64 (``jax_enable_x64``).
+``STYLE`` records per port which of these it is. ``LITERAL`` holds a second, *faithful*
+port of every loop-heavy kernel (kind "loops" or "mixed" in bench_sizes.py), transcribed
+loop for loop (a ``fori_loop`` per loop in the same order, ``.at[].set`` per element, the
+same arithmetic, as experiments/jax_seidel2d.py does; see "literal ports" at the end of
+this file): how a scientist who ports the loop code to JAX without restructuring it
+fares; the suite reports it beside the idiomatic port, and
+experiments/check_literal_ports.py checks it against the original and the idiomatic port.
+Importing this module fails cleanly (ImportError) without JAX; it turns on float64
+(``jax_enable_x64``).
 """
 import numpy as np
 
@@ -1044,7 +1048,7 @@ def gemm_literal(C, A, B, alpha, beta):
     K = A.shape[1]
 
     def row(i, C):
-        C = loop(M, lambda j, C: C.at[i, j].multiply(beta), C)
+        C = loop(M, lambda j, C: C.at[i, j].set(C[i, j] * beta), C)
         return loop(K, lambda k, C: loop(M, lambda j, C: C.at[i, j].add(
             alpha * A[i, k] * B[k, j]), C), C)
     C = loop(N, row, C)
@@ -1062,3 +1066,734 @@ def trisolv_literal(L, b, x):
         return x.at[i].set(x[i] / L[i, i])
     x = loop(N, row, x)
     return jnp.sum(x * x)
+
+
+# ---------------------------------------------------- literal ports of the other loop kernels
+#
+# One per "loops"/"mixed" kernel (experiments/bench_sizes.py), transcribed statement for
+# statement: a ``fori_loop`` per Python loop in the same order, ``.at[].set`` per element
+# (``.add`` for ``+=``; ``x *= s`` as ``.set(x[i] * s)``, since ``.multiply``/``.divide``
+# by a differentiated value make reverse mode save the whole array every iteration),
+# scalars carried in the loop state, an ``if`` on data as ``jnp.where`` on the element
+# (``lax.cond`` on a whole-array decision), NumPy slice statements as the same ``jnp``
+# slices. A loop whose bound depends on an enclosing loop index (``range(i)``,
+# ``range(i + 1, N)``, a slice ``[:i + 1]``) would be a ``while_loop``, which JAX cannot
+# reverse-differentiate, so it runs over the full range with the update masked, as
+# trisolv_literal does. Under ``jax.grad`` several of these (ema, powers, lu, ...) cost
+# O(array size) per element update: XLA copies the loop-carried array in every
+# iteration of the while loop. That is what JAX does with this code, so it is measured.
+
+def nest(bounds, body, init):
+    """Perfectly nested loops, a fori_loop per level: ``for i in range(*bounds[0]): for j
+    in range(*bounds[1]): ... state = body(i, j, ..., state)``; a bound is ``stop`` or
+    ``(start, stop)``, static."""
+    def level(k, idx, state):
+        lo, hi = bounds[k] if isinstance(bounds[k], tuple) else (0, bounds[k])
+        if k == len(bounds) - 1:
+            return lax.fori_loop(lo, hi, lambda i, s: body(*idx, i, s), state)
+        return lax.fori_loop(lo, hi, lambda i, s: level(k + 1, idx + (i,), s), state)
+    return level(0, (), init)
+
+
+def loop_down(start, stop, body, init):
+    """``for i in range(start, stop, -1)`` with a static trip count."""
+    return lax.fori_loop(0, start - stop, lambda k, s: body(start - k, s), init)
+
+
+# ------------------------------------------------------------------------------ corpus.py
+
+@port("jacobi1d", "", literal=True)
+def jacobi1d_literal(A, B, T):
+    N = A.shape[0]
+
+    def step(t, s):
+        A, B = s
+        B = loop(N - 1, lambda i, B: B.at[i].set(0.33333 * (A[i - 1] + A[i] + A[i + 1])), B,
+                 start=1)
+        A = loop(N - 1, lambda i, A: A.at[i].set(0.33333 * (B[i - 1] + B[i] + B[i + 1])), A,
+                 start=1)
+        return A, B
+    A, B = loop(T, step, (A, B))
+    return jnp.sum(A * A)
+
+
+@port("heat3d", "", literal=True)
+def heat3d_literal(A, B, T):
+    N = A.shape[0]
+
+    def sweep(dst, src):
+        def point(i, j, k, dst):
+            return dst.at[i, j, k].set(
+                0.125 * (src[i + 1, j, k] - 2.0 * src[i, j, k] + src[i - 1, j, k])
+                + 0.125 * (src[i, j + 1, k] - 2.0 * src[i, j, k] + src[i, j - 1, k])
+                + 0.125 * (src[i, j, k + 1] - 2.0 * src[i, j, k] + src[i, j, k - 1])
+                + src[i, j, k])
+        return nest([(1, N - 1)] * 3, point, dst)
+
+    def step(t, s):
+        A, B = s
+        B = sweep(B, A)
+        return sweep(A, B), B
+    A, B = loop(T, step, (A, B))
+    return jnp.sum(A * A)
+
+
+@port("wave1d", "", literal=True)
+def wave1d_literal(up, u, un, c2, T):
+    N = u.shape[0]
+
+    def step(t, s):
+        up, u, un = s
+        un = loop(N - 1, lambda i, un: un.at[i].set(
+            2.0 * u[i] - up[i] + c2 * (u[i + 1] - 2.0 * u[i] + u[i - 1])), un, start=1)
+
+        def shift(i, s):
+            up, u = s
+            up = up.at[i].set(u[i])
+            return up, u.at[i].set(un[i])
+        up, u = loop(N - 1, shift, (up, u), start=1)
+        return up, u, un
+    up, u, un = loop(T, step, (up, u, un))
+    return jnp.sum(u * u)
+
+
+@port("prefix_sum", "", literal=True)
+def prefix_sum_literal(x):
+    x = loop(x.shape[0], lambda i, x: x.at[i].add(x[i - 1]), x, start=1)
+    return jnp.sum(x * x)
+
+
+@port("red_black", "", literal=True)
+def red_black_literal(u, f, T):
+    N = u.shape[0]
+
+    def red(k, u):                      # for i in range(1, N - 1, 2)
+        i = 1 + 2 * k
+        return u.at[i].set(0.5 * (u[i - 1] + u[i + 1]) + f[i])
+
+    def black(k, u):                    # for i in range(N - 2, 0, -2)
+        i = N - 2 - 2 * k
+        return u.at[i].set(0.5 * (u[i - 1] + u[i + 1]) - 0.25 * f[i])
+    u = loop(T, lambda t, u: loop(len(range(N - 2, 0, -2)), black,
+                                  loop(len(range(1, N - 1, 2)), red, u)), u)
+    return jnp.sum(u * u)
+
+
+@port("forced_chain", "", literal=True)
+def forced_chain_literal(x, dt, p, T):
+    N = x.shape[0]
+    point = lambda i, x: x.at[i].set(x[i] + dt * jnp.sin(x[i - 1]) * p)  # noqa: E731
+    x = loop(T, lambda t, x: loop(N, point, x, start=1), x)
+    return jnp.sum(x * x)
+
+
+@port("lorenz96_sweep", "", literal=True)
+def lorenz96_sweep_literal(x, F, dt, T):
+    N = x.shape[0]
+
+    def point(i, x):
+        return x.at[i].set(x[i] + dt * ((x[i + 1] - x[i - 2]) * x[i - 1] - x[i] + F))
+    x = loop(T, lambda t, x: loop(N - 1, point, x, start=2), x)
+    return jnp.sum(x * x)
+
+
+@port("ema", "", literal=True)
+def ema_literal(x, y, beta):
+    def step(i, s):
+        m, y = s
+        m = beta * m + (1.0 - beta) * x[i]
+        return m, y.at[i].set(m * m)
+    _, y = loop(x.shape[0], step, (0.0, y))
+    return jnp.sum(y)
+
+
+@port("lower_matvec", "", literal=True)
+def lower_matvec_literal(L, x, y):
+    N = L.shape[0]
+
+    def row(i, y):                      # for j in range(i + 1): full range, masked
+        s = loop(N, lambda j, s: s + jnp.where(j <= i, L[i, j] * x[j], 0.0), 0.0)
+        return y.at[i].set(s)
+    y = loop(N, row, y)
+    return jnp.sum(y * y) + 0.5 * jnp.sum(x * y)
+
+
+@port("back_substitution", "", literal=True)
+def back_substitution_literal(U, b, x):
+    N = U.shape[0]
+    x = x.at[N - 1].set(b[N - 1] / U[N - 1, N - 1])
+
+    def row(i, x):                      # for j in range(i + 1, N): full range, masked
+        s = loop(N, lambda j, s: s - jnp.where(j > i, U[i, j] * x[j], 0.0), b[i])
+        return x.at[i].set(s / U[i, i])
+    x = loop_down(N - 2, -1, row, x)
+    return jnp.sum(x * x)
+
+
+@port("roughness", "", literal=True)
+def roughness_literal(x, w, lam):
+    N = x.shape[0]
+
+    def rough(i, s):
+        d = x[i] - x[i - 1]
+        return s + w[i] * d * d
+    s = loop(N, rough, 0.0, start=1)
+    r = loop(N, lambda i, r: r + x[i] * x[i], 0.0)
+    return 0.5 * s + lam * r
+
+
+@port("mirror_coupling", "", literal=True)
+def mirror_coupling_literal(x, y):
+    N = x.shape[0]
+
+    def point(i, y):
+        k = N - 1 - i
+        return y.at[i].set(0.5 * y[i - 1] + x[k] * x[i])
+    y = loop(N, point, y, start=1)
+    return jnp.sum(y * y)
+
+
+@port("column_recurrence", "", literal=True)
+def column_recurrence_literal(A, c):
+    A = nest([(1, A.shape[0]), A.shape[1] - 1], lambda i, j, A: A.at[i, j].set(
+        A[i, j] + c * A[i - 1, j] * A[i - 1, j + 1]), A)
+    return jnp.sum(A * A)
+
+
+@port("powers", "", literal=True)
+def powers_literal(x, y, c, p):
+    x = loop(x.shape[0], lambda i, x: x.at[i].set(
+        c * x[i - 1] ** 3 + (1.0 + y[i] ** 2) ** p - x[i] ** 2), x, start=1)
+    return jnp.sum(x * x)
+
+
+@port("clipped_update", "", literal=True)
+def clipped_update_literal(x, y):
+    y = loop(x.shape[0] - 1, lambda i, y: y.at[i].set(
+        jnp.maximum(x[i], 0.5 * x[i - 1]) + jnp.abs(x[i] - x[i + 1])
+        - jnp.minimum(x[i], 2.0 * x[i + 1] - 0.3)), y, start=1)
+    return jnp.sum(y * y)
+
+
+@port("math_funcs", "", literal=True)
+def math_funcs_literal(x, y, a):
+    y = loop(x.shape[0], lambda i, y: y.at[i].set(
+        jnp.tanh(a * x[i]) + jnp.exp(-x[i] * x[i]) + jnp.log(1.0 + x[i] * x[i])
+        + jnp.sqrt(2.0 + jnp.cos(x[i])) + jnp.sin(x[i]) * jnp.arctan(x[i])
+        + jnp.tan(0.5 * x[i])), y)
+    return jnp.sum(y * y)
+
+
+@port("numpy_funcs", "", literal=True)
+def numpy_funcs_literal(x, y):
+    y = loop(x.shape[0], lambda i, y: y.at[i].set(
+        jnp.sin(x[i]) * jnp.cos(x[i - 1]) + jnp.tan(0.3 * x[i]) + jnp.exp(0.1 * x[i])
+        + jnp.log(2.0 + x[i]) + jnp.sqrt(1.0 + x[i] * x[i]) + jnp.tanh(y[i - 1])
+        + jnp.arctan(x[i])), y, start=1)
+    return jnp.sum(y * y)
+
+
+@port("normalize_rows", "", literal=True)
+def normalize_rows_literal(A, s):
+    def point(i, j, A):
+        A = A.at[i, j].set(A[i, j] * s)
+        return A.at[i, j].set(A[i, j] / (1.0 + A[i, j - 1] * A[i, j - 1]))
+    A = nest([A.shape[0], (1, A.shape[1])], point, A)
+    return jnp.sum(A * A)
+
+
+@port("diffuse32", "", literal=True)
+def diffuse32_literal(x, alpha, T):
+    """float32 arithmetic, as NumPy does it (x[i] is a float32 scalar, alpha a Python float)."""
+    N = x.shape[0]
+
+    def point(i, x):
+        return x.at[i].set(x[i] + alpha * (x[i - 1] - 2.0 * x[i] + x[i + 1]))
+    x = loop(T, lambda t, x: loop(N - 1, point, x, start=1), x)
+    return jnp.sum(x * x)
+
+
+@port("leapfrog", "", literal=True)
+def leapfrog_literal(x, y, a, n):
+    def point(i, s):
+        x, y = s
+        y = y.at[i].add(a * x[i])
+        return x.at[i].set(x[i] - 0.5 * a * y[i]), y
+    x, y = loop(n, lambda t, s: loop(x.shape[0], point, s), (x, y))
+    return jnp.sum(y * y) + jnp.sum(x * x)
+
+
+@port("smooth_unannotated", "", literal=True)
+def smooth_unannotated_literal(A, alpha, T):
+    N, M = A.shape
+
+    def point(i, j, A):
+        return A.at[i, j].set(A[i, j] + alpha * (A[i - 1, j] + A[i + 1, j] + A[i, j - 1]
+                                                 + A[i, j + 1] - 4.0 * A[i, j]))
+    A = loop(T, lambda t, A: nest([(1, N - 1), (1, M - 1)], point, A), A)
+    return jnp.sum(A * A)
+
+
+# ------------------------------------------------------------------------ corpus_arrays.py
+
+@port("assorted_views", "", literal=True)
+def assorted_views_literal(A, w):
+    N, M = A.shape
+
+    def row(i, A):
+        A = A.at[i].set(A[i] * w[i] + 0.1 * i)      # r = A[i]; r[:] = r * w[i] + 0.1 * i
+        return A.at[i, 0].set(2.0 * A[i, 0])
+    A = loop(N, row, A)
+    A = A.reshape(-1).at[::2].multiply(1.5).reshape(N, M)
+    E = A * 0.5
+    A = jnp.where((w > 0.5)[:, None], E, A)       # A[w > 0.5] = E[w > 0.5]
+    A = lax.cond(jnp.any(A > 0.6) | jnp.all(w < 0.1), lambda A: A / 2.0, lambda A: A, A)
+    return jnp.sum(A * A) + jnp.sum(jnp.clip(A, 0.01, None)) + jnp.sum(A > 0.0)
+
+
+# -------------------------------------------------------------------------- corpus_more.py
+
+@port("bicg", "", literal=True)
+def bicg_literal(A, p, r, s, q):
+    N, M = A.shape
+
+    def row(i, st):
+        s, q = st
+        q = q.at[i].set(0.0)
+
+        def col(j, st):
+            s, q = st
+            s = s.at[j].set(s[j] + r[i] * A[i, j])
+            return s, q.at[i].set(q[i] + A[i, j] * p[j])
+        return loop(M, col, (s, q))
+    s, q = loop(N, row, (s.at[:].set(0.0), q))
+    return jnp.sum(s * s) + jnp.sum(q)
+
+
+@port("2mm", "", literal=True)
+def k2mm_literal(alpha, beta, A, B, C, D):
+    N, K = A.shape
+    M, L = C.shape
+    tmp = nest([N, M, K], lambda i, j, k, tmp: tmp.at[i, j].add(alpha * A[i, k] * B[k, j]),
+               jnp.zeros((N, M)))
+
+    def point(i, j, D):
+        D = D.at[i, j].set(D[i, j] * beta)
+        return loop(M, lambda k, D: D.at[i, j].add(tmp[i, k] * C[k, j]), D)
+    D = nest([N, L], point, D)
+    return jnp.sum(D)
+
+
+@port("3mm", "", literal=True)
+def k3mm_literal(A, B, C, D, G):
+    N, K = A.shape
+    M, L = C.shape
+    E = nest([N, M, K], lambda i, j, k, E: E.at[i, j].add(A[i, k] * B[k, j]),
+             jnp.zeros((N, M)))
+    F = nest([M, K, L], lambda i, j, k, F: F.at[i, j].add(C[i, k] * D[k, j]),
+             jnp.zeros((M, K)))
+
+    def point(i, j, G):
+        G = G.at[i, j].set(0.0)
+        return loop(M, lambda k, G: G.at[i, j].add(E[i, k] * F[k, j]), G)
+    G = nest([N, K], point, G)
+    return jnp.sum(G * G)
+
+
+@port("syrk", "", literal=True)
+def syrk_literal(alpha, beta, C, A):
+    N, M = A.shape
+
+    def row(i, C):                      # for j in range(i + 1): full range, masked
+        C = loop(N, lambda j, C: C.at[i, j].set(jnp.where(j <= i, C[i, j] * beta, C[i, j])), C)
+        return nest([M, N], lambda k, j, C: C.at[i, j].add(
+            jnp.where(j <= i, alpha * A[i, k] * A[j, k], 0.0)), C)
+    C = loop(N, row, C)
+    return jnp.sum(C * C)
+
+
+@port("syr2k", "", literal=True)
+def syr2k_literal(alpha, beta, C, A, B):
+    N, M = A.shape
+    idx = jnp.arange(N)
+
+    def row(i, C):
+        head = idx <= i                 # the slice [:i + 1], a traced bound: a mask
+        C = C.at[i].set(jnp.where(head, C[i] * beta, C[i]))
+        return loop(M, lambda k, C: C.at[i].add(jnp.where(
+            head, A[:, k] * alpha * B[i, k] + B[:, k] * alpha * A[i, k], 0.0)), C)
+    C = loop(N, row, C)
+    return jnp.sum(C * C)
+
+
+@port("symm", "", literal=True)
+def symm_literal(alpha, beta, C, A, B):
+    M, N = C.shape
+
+    def point(i, j, C):
+        def inner(k, s):                # for k in range(i): full range, masked
+            C, temp2 = s
+            C = C.at[k, j].add(jnp.where(k < i, alpha * B[i, j] * A[i, k], 0.0))
+            return C, temp2 + jnp.where(k < i, B[k, j] * A[i, k], 0.0)
+        C, temp2 = loop(M, inner, (C, 0.0))
+        return C.at[i, j].set(beta * C[i, j] + alpha * B[i, j] * A[i, i] + alpha * temp2)
+    C = nest([M, N], point, C)
+    return jnp.sum(C * C)
+
+
+@port("trmm", "", literal=True)
+def trmm_literal(alpha, A, B):
+    M, N = B.shape
+
+    def point(i, j, B):                 # for k in range(i + 1, M): full range, masked
+        B = loop(M, lambda k, B: B.at[i, j].add(jnp.where(k > i, A[k, i] * B[k, j], 0.0)), B)
+        return B.at[i, j].set(alpha * B[i, j])
+    B = nest([M, N], point, B)
+    return jnp.sum(B * B)
+
+
+@port("lu", "", literal=True)
+def lu_literal(A):
+    N = A.shape[0]
+
+    def row(i, A):
+        def lower(j, A):                # for j in range(i): for k in range(j): masked
+            A = loop(N, lambda k, A: A.at[i, j].set(jnp.where(
+                (k < j) & (j < i), A[i, j] - A[i, k] * A[k, j], A[i, j])), A)
+            return A.at[i, j].set(jnp.where(j < i, A[i, j] / A[j, j], A[i, j]))
+
+        def upper(j, A):                # for j in range(i, N): for k in range(i): masked
+            return loop(N, lambda k, A: A.at[i, j].set(jnp.where(
+                (k < i) & (j >= i), A[i, j] - A[i, k] * A[k, j], A[i, j])), A)
+        return loop(N, upper, loop(N, lower, A))
+    A = loop(N, row, A)
+    return jnp.sum(A * A)
+
+
+@port("ludcmp", "", literal=True)
+def ludcmp_literal(A, b, x, y):
+    N = A.shape[0]
+
+    def lu_row(i, A):                   # lu_in_place: triangular bounds masked
+        def lower(j, A):
+            w = loop(N, lambda k, w: w - jnp.where(k < j, A[i, k] * A[k, j], 0.0), A[i, j])
+            return A.at[i, j].set(jnp.where(j < i, w / A[j, j], A[i, j]))
+
+        def upper(j, A):
+            w = loop(N, lambda k, w: w - jnp.where(k < i, A[i, k] * A[k, j], 0.0), A[i, j])
+            return A.at[i, j].set(jnp.where(j >= i, w, A[i, j]))
+        return loop(N, upper, loop(N, lower, A))
+    A = loop(N, lu_row, A)
+
+    def forward(i, y):
+        w = loop(N, lambda j, w: w - jnp.where(j < i, A[i, j] * y[j], 0.0), b[i])
+        return y.at[i].set(w)
+    y = loop(N, forward, y)
+
+    def back(i, x):
+        w = loop(N, lambda j, w: w - jnp.where(j > i, A[i, j] * x[j], 0.0), y[i])
+        return x.at[i].set(w / A[i, i])
+    x = loop_down(N - 1, -1, back, x)
+    return jnp.sum(x * x) + jnp.sum(y)
+
+
+@port("cholesky", "", literal=True)
+def cholesky_literal(A):
+    N = A.shape[0]
+    idx = jnp.arange(N)
+
+    def row(i, A):
+        def col(j, A):                  # for j in range(i): full range, masked
+            a = A[i, j] - jnp.sum(jnp.where(idx < j, A[i] * A[j], 0.0))  # A[i, :j] * A[j, :j]
+            return A.at[i, j].set(jnp.where(j < i, a / A[j, j], A[i, j]))
+        A = loop(N, col, A)
+        A = A.at[i, i].set(A[i, i] - jnp.sum(jnp.where(idx < i, A[i] * A[i], 0.0)))
+        return A.at[i, i].set(jnp.sqrt(A[i, i]))
+    A = loop(N, row, A)
+    return jnp.sum(A * A)
+
+
+@port("durbin", "", literal=True)
+def durbin_literal(r, y):
+    N = r.shape[0]
+    idx = jnp.arange(N)
+
+    def step(k, s):
+        y, z, beta, alpha = s
+        beta = (1.0 - alpha * alpha) * beta
+        head = idx < k                              # [:k]
+        rev = jnp.clip(k - 1 - idx, 0, N - 1)       # [k - 1::-1]
+        total = jnp.sum(jnp.where(head, r[rev] * y, 0.0))
+        alpha = -(r[k] + total) / beta
+        z = jnp.where(head, y + alpha * y[rev], z)
+        y = jnp.where(head, z, y)
+        return y.at[k].set(alpha), z, beta, alpha
+    y, _, _, _ = loop(N, step, (y.at[0].set(-r[0]), jnp.zeros_like(y), 1.0, -r[0]), start=1)
+    return jnp.sum(y * y)
+
+
+@port("gramschmidt", "", literal=True)
+def gramschmidt_literal(A, R, Q):
+    N = A.shape[1]
+
+    def step(k, s):
+        A, R, Q = s
+        nrm = jnp.sum(A[:, k] * A[:, k])
+        R = R.at[k, k].set(jnp.sqrt(nrm))
+        Q = Q.at[:, k].set(A[:, k] / R[k, k])
+
+        def col(j, s):                  # for j in range(k + 1, N): full range, masked
+            A, R = s
+            R = R.at[k, j].set(jnp.where(j > k, jnp.sum(Q[:, k] * A[:, j]), R[k, j]))
+            return A.at[:, j].set(jnp.where(j > k, A[:, j] - Q[:, k] * R[k, j], A[:, j])), R
+        A, R = loop(N, col, (A, R))
+        return A, R, Q
+    A, R, Q = loop(N, step, (A, R, Q))
+    return jnp.sum(R) + jnp.sum(Q * Q * Q)
+
+
+@port("covariance", "", literal=True)
+def covariance_literal(data, cov):
+    n, M = data.shape
+    data = data - jnp.mean(data, axis=0)
+
+    def point(i, j, cov):               # for j in range(i, M): full range, masked
+        cov = cov.at[i, j].set(jnp.where(
+            j >= i, jnp.sum(data[:, i] * data[:, j]) / (n - 1.0), cov[i, j]))
+        return cov.at[j, i].set(jnp.where(j >= i, cov[i, j], cov[j, i]))
+    cov = nest([M, M], point, cov)
+    return jnp.sum(cov * cov)
+
+
+@port("correlation", "", literal=True)
+def correlation_literal(data, corr):
+    n, M = data.shape
+    mean = jnp.mean(data, axis=0)
+    stddev = jnp.std(data, axis=0)
+    stddev = jnp.where(stddev <= 0.1, 1.0, stddev)
+    data = data - mean
+    data = data / (jnp.sqrt(n * 1.0) * stddev)
+
+    def row(i, corr):
+        corr = corr.at[i, i].set(1.0)
+
+        def col(j, corr):               # for j in range(i + 1, M): full range, masked
+            corr = corr.at[i, j].set(jnp.where(j > i, jnp.sum(data[:, i] * data[:, j]),
+                                               corr[i, j]))
+            return corr.at[j, i].set(jnp.where(j > i, corr[i, j], corr[j, i]))
+        return loop(M, col, corr)
+    corr = loop(M - 1, row, corr.at[:].set(0.0))
+    corr = corr.at[M - 1, M - 1].set(1.0)
+    return jnp.sum(corr * corr * corr)
+
+
+@port("doitgen", "", literal=True)
+def doitgen_literal(A, C4):
+    L, M, N = A.shape
+
+    def plane(r, q, st):
+        A, s = st
+
+        def entry(p, s):
+            return loop(N, lambda t, s: s.at[p].add(A[r, q, t] * C4[t, p]), s.at[p].set(0.0))
+        s = loop(N, entry, s)
+        return loop(N, lambda p, A: A.at[r, q, p].set(s[p]), A), s
+    A, _ = nest([L, M], plane, (A, jnp.zeros(N)))
+    return jnp.sum(A * A)
+
+
+@port("adi", "", literal=True)
+def adi_literal(u, v, p, q, TSTEPS):
+    N = u.shape[0]
+    DX = 1.0 / N
+    DY = 1.0 / N
+    DT = 1.0 / TSTEPS
+    B1 = 2.0
+    B2 = 1.0
+    mul1 = B1 * DT / (DX * DX)
+    mul2 = B2 * DT / (DY * DY)
+    a = -mul1 / 2.0
+    b = 1.0 + mul2
+    c = a
+    d = -mul2 / 2.0
+    e = 1.0 + mul2
+    f = d
+    I = slice(1, N - 1)  # noqa: E741
+
+    def step(t, s):
+        u, v, p, q = s
+        v = v.at[0, I].set(1.0)
+        p = p.at[I, 0].set(0.0)
+        q = q.at[I, 0].set(v[0, I])
+
+        def col(j, s):
+            p, q = s
+            p = p.at[I, j].set(-c / (a * p[I, j - 1] + b))
+            q = q.at[I, j].set((-d * u[j, 0:N - 2] + (1.0 + 2.0 * d) * u[j, 1:N - 1]
+                                - f * u[j, 2:N] - a * q[I, j - 1]) / (a * p[I, j - 1] + b))
+            return p, q
+        p, q = loop(N - 1, col, (p, q), start=1)
+        v = v.at[N - 1, I].set(1.0)
+        v = loop_down(N - 2, 0, lambda j, v: v.at[j, I].set(p[I, j] * v[j + 1, I] + q[I, j]), v)
+        u = u.at[I, 0].set(1.0)
+        p = p.at[I, 0].set(0.0)
+        q = q.at[I, 0].set(u[I, 0])
+
+        def row(j, s):
+            p, q = s
+            p = p.at[I, j].set(-f / (d * p[I, j - 1] + e))
+            q = q.at[I, j].set((-a * v[0:N - 2, j] + (1.0 + 2.0 * a) * v[1:N - 1, j]
+                                - c * v[2:N, j] - d * q[I, j - 1]) / (d * p[I, j - 1] + e))
+            return p, q
+        p, q = loop(N - 1, row, (p, q), start=1)
+        u = u.at[I, N - 1].set(1.0)
+        u = loop_down(N - 2, 0, lambda j, u: u.at[I, j].set(p[I, j] * u[I, j + 1] + q[I, j]), u)
+        return u, v, p, q
+    u, v, p, q = loop(TSTEPS + 1, step, (u, v, p, q), start=1)
+    return jnp.sum(u * u) + jnp.sum(v)
+
+
+@port("deriche", "", literal=True)
+def deriche_literal(alpha, imgIn, imgOut):
+    M, N = imgIn.shape
+    k = (1.0 - jnp.exp(-alpha)) ** 2 / (1.0 + 2.0 * alpha * jnp.exp(-alpha)
+                                        - jnp.exp(2.0 * alpha))
+    a1 = a5 = k
+    a2 = a6 = k * jnp.exp(-alpha) * (alpha - 1.0)
+    a3 = a7 = k * jnp.exp(-alpha) * (alpha + 1.0)
+    a4 = a8 = -k * jnp.exp(-2.0 * alpha)
+    b1 = 2.0 ** (-alpha)
+    b2 = -jnp.exp(-2.0 * alpha)
+    c1 = c2 = 1.0
+    y1 = jnp.zeros_like(imgIn)                      # np.empty_like
+    y1 = y1.at[:, 0].set(a1 * imgIn[:, 0])
+    y1 = y1.at[:, 1].set(a1 * imgIn[:, 1] + a2 * imgIn[:, 0] + b1 * y1[:, 0])
+    y1 = loop(N, lambda j, y1: y1.at[:, j].set(
+        a1 * imgIn[:, j] + a2 * imgIn[:, j - 1] + b1 * y1[:, j - 1] + b2 * y1[:, j - 2]),
+        y1, start=2)
+    y2 = jnp.zeros_like(imgIn)
+    y2 = y2.at[:, -1].set(0.0)
+    y2 = y2.at[:, -2].set(a3 * imgIn[:, -1])
+    y2 = loop_down(N - 3, -1, lambda j, y2: y2.at[:, j].set(
+        a3 * imgIn[:, j + 1] + a4 * imgIn[:, j + 2] + b1 * y2[:, j + 1] + b2 * y2[:, j + 2]),
+        y2)
+    imgOut = c1 * (y1 + y2)
+    y1 = y1.at[0, :].set(a5 * imgOut[0, :])
+    y1 = y1.at[1, :].set(a5 * imgOut[1, :] + a6 * imgOut[0, :] + b1 * y1[0, :])
+    y1 = loop(M, lambda i, y1: y1.at[i, :].set(
+        a5 * imgOut[i, :] + a6 * imgOut[i - 1, :] + b1 * y1[i - 1, :] + b2 * y1[i - 2, :]),
+        y1, start=2)
+    y2 = y2.at[-1, :].set(0.0)
+    y2 = y2.at[-2, :].set(a7 * imgOut[-1, :])
+    y2 = loop_down(M - 3, -1, lambda i, y2: y2.at[i, :].set(
+        a7 * imgOut[i + 1, :] + a8 * imgOut[i + 2, :] + b1 * y2[i + 1, :] + b2 * y2[i + 2, :]),
+        y2)
+    imgOut = c2 * (y1 + y2)
+    return jnp.sum(imgOut * imgOut)
+
+
+@port("vertical_advection", "", literal=True)
+def vertical_advection_literal(u, w, dt, T):
+    N, M, K = u.shape
+
+    def column(i, j, s):
+        u, a, b, c, cp, dp = s
+
+        def coefficients(k, s):
+            a, b, c = s
+            a = a.at[k].set(jnp.where(k > 0, -0.25 * dt * w[i, j, k], 0.0))     # 0, if k > 0
+            c = c.at[k].set(jnp.where(k < K - 1, 0.25 * dt * w[i, j, k], 0.0))
+            return a, b.at[k].set(1.0 - a[k] + c[k]), c
+        a, b, c = loop(K, coefficients, (a, b, c))
+        cp = cp.at[0].set(c[0] / b[0])
+        dp = dp.at[0].set(u[i, j, 0] / b[0])
+
+        def forward(k, s):
+            cp, dp = s
+            den = b[k] - a[k] * cp[k - 1]
+            cp = cp.at[k].set(c[k] / den)
+            return cp, dp.at[k].set((u[i, j, k] - a[k] * dp[k - 1]) / den)
+        cp, dp = loop(K, forward, (cp, dp), start=1)
+        u = u.at[i, j, K - 1].set(dp[K - 1])
+        u = loop_down(K - 2, -1, lambda k, u: u.at[i, j, k].set(dp[k] - cp[k] * u[i, j, k + 1]),
+                      u)
+        return u, a, b, c, cp, dp
+    z = jnp.zeros(K)
+    u = loop(T, lambda t, s: nest([N, M], column, s), (u, z, z, z, z, z))[0]
+    return jnp.sum(u * u)
+
+
+@port("hdiff_loops", "", literal=True)
+def hdiff_loops_literal(inp, coeff, out):
+    N, M = inp.shape
+    lap = nest([(1, N - 1), (1, M - 1)], lambda i, j, lap: lap.at[i, j].set(
+        4.0 * inp[i, j] - (inp[i + 1, j] + inp[i - 1, j] + inp[i, j + 1] + inp[i, j - 1])),
+        jnp.zeros((N, M)))
+
+    def fx(i, j, flx):
+        flx = flx.at[i, j].set(lap[i + 1, j] - lap[i, j])
+        return flx.at[i, j].set(jnp.where(flx[i, j] * (inp[i + 1, j] - inp[i, j]) > 0.0,
+                                          0.0, flx[i, j]))
+
+    def fy(i, j, fly):
+        fly = fly.at[i, j].set(lap[i, j + 1] - lap[i, j])
+        return fly.at[i, j].set(jnp.where(fly[i, j] * (inp[i, j + 1] - inp[i, j]) > 0.0,
+                                          0.0, fly[i, j]))
+    flx = nest([(1, N - 2), (2, M - 2)], fx, jnp.zeros((N, M)))
+    fly = nest([(2, N - 2), (1, M - 2)], fy, jnp.zeros((N, M)))
+    out = nest([(2, N - 2), (2, M - 2)], lambda i, j, out: out.at[i, j].set(
+        inp[i, j] - coeff[i, j] * (flx[i, j] - flx[i - 1, j] + fly[i, j] - fly[i, j - 1])),
+        out)
+    return jnp.sum(out * out)
+
+
+@port("conv2d", "", literal=True)
+def conv2d_literal(x, w, bias, out):
+    L, T = out.shape[:2]
+    K = x.shape[0]
+
+    def point(f, i, j, out):
+        s = nest([K, 3, 3], lambda c, di, dj, s: s + w[f, c, di, dj] * x[c, i + di, j + dj],
+                 bias[f])
+        return out.at[f, i, j].set(jnp.tanh(s))
+    out = nest([L, T, T], point, out)
+    return jnp.sum(out * out)
+
+
+def _dense_tanh_literal(x, W, b, h):
+    N, K = x.shape
+
+    def point(n, m, h):
+        s = loop(K, lambda k, s: s + x[n, k] * W[k, m], b[m])
+        return h.at[n, m].set(jnp.tanh(s))
+    return nest([N, W.shape[1]], point, h)
+
+
+@port("mlp_loops", "", literal=True)
+def mlp_loops_literal(X, W1, b1, W2, b2, Y, H, Z):
+    N = X.shape[0]
+    H = _dense_tanh_literal(X, W1, b1, H)
+    Z = _dense_tanh_literal(H, W2, b2, Z)
+
+    def sample(n, loss):
+        zmax = jnp.max(Z[n])
+        lse = zmax + jnp.log(jnp.sum(jnp.exp(Z[n] - zmax)))
+        return loss + (lse - jnp.sum(Y[n] * Z[n]))
+    return loop(N, sample, 0.0) / N
+
+
+@port("softmax_loops", "", literal=True)
+def softmax_loops_literal(x, w, out):
+    N, M = x.shape
+
+    def row(i, out):
+        mx = loop(M, lambda j, mx: jnp.where(x[i, j] > mx, x[i, j], mx), x[i, 0], start=1)
+
+        def exp(j, st):
+            out, s = st
+            out = out.at[i, j].set(jnp.exp(x[i, j] - mx))
+            return out, s + out[i, j]
+        out, s = loop(M, exp, (out, 0.0))
+        return loop(M, lambda j, out: out.at[i, j].set(out[i, j] / s), out)
+    out = loop(N, row, out)
+    return jnp.sum(out * w)
