@@ -6,14 +6,16 @@ element and the loop can neither vectorise nor run on threads without atomics.
 Substituting ``u = i + o`` in the term with offset ``o`` turns it into a gather,
 ``gA[u] += c*gB[u - o]``, where every iteration writes one element of its own.
 
-The terms' ranges differ by their offsets, so the gathered nest is cut, per dimension,
-at every ``lo + o`` and ``hi + o``: between two cuts the same terms apply. The outer
-dimensions become boxes, and each row of a box runs the innermost intervals one after
-another (short edge pieces, then the long core, which vectorises), so every element is
-visited once and rows stay contiguous. No loop tests a condition, and every element
-read is one the scatter read. The cuts are in this order when every range is at least
-as long as the spread of the offsets; a nest shorter than that (checked once, before
-it runs) keeps the original scatter.
+The terms' ranges differ by their offsets. Over the *core* of the outer dimensions,
+where every term's range covers them, each row is cut at every ``lo + o`` and
+``hi + o`` of the innermost dimension and runs its pieces one after another (short
+edge pieces, then the long middle that vectorises), each with the terms that apply
+there: every element is visited once and rows stay contiguous. Around that core, on
+the thin edges of each outer dimension, every element tests which terms apply (few
+elements: the tests cost little and keep the code short). Every element read is one
+the scatter read. The cuts are in this order when every range is at least as long as
+the spread of the offsets; a nest shorter than that (checked once, before it runs)
+keeps the original scatter.
 
 The nest's body is distributed into one loop nest per target array, in statement
 order. This is legal when every array the nest touches is
@@ -24,7 +26,6 @@ so the only dependences between iterations are additions, which commute (the
 gathered sums round differently from the scatter, within reassociation error).
 Restores from the tape run first, in the loops' own order.
 """
-import itertools
 from dataclasses import dataclass, field, replace
 
 import sympy as sp
@@ -317,26 +318,53 @@ def _target_key(term, variables):
 
 
 def _emit(group, nest, line):
-    """Loop nests running the group's terms, each term over its own (shifted) range."""
+    """Loop nests running the group's terms, each term over its own (shifted) range:
+    over the core of the outer dimensions, rows cut along the innermost one; around
+    that core, one thin edge per side and outer dimension, testing per element which
+    terms apply there."""
     if group.key is None:
         return [_loops(nest.vars, nest.bounds, tuple(_tasklet([t], ()) for t in group.terms),
                        line)]
-    *outer, inner = range(len(nest.vars))
-    cuts = [_intervals(sorted({t.shift[d] for t in group.terms})) for d in range(len(nest.vars))]
-    out = []
-    for box in itertools.product(*(cuts[d] for d in outer)):
-        active = [t for t in group.terms
-                  if all(_applies(t.shift[d], piece) for d, piece in zip(outer, box))]
-        rows = []
-        for piece in cuts[inner]:
-            here = [t for t in active if _applies(t.shift[inner], piece)]
-            if here:
-                rows.append(_loops(nest.vars[inner:], [_range(piece, nest.bounds[inner])],
-                                   (_tasklet(here, nest.vars),), line))
-        if rows:
-            bounds = [_range(piece, nest.bounds[d]) for d, piece in zip(outer, box)]
-            out.append(_loops(nest.vars[:inner], bounds, None, line, Sequence(tuple(rows))))
+    terms, (*outer, inner) = group.terms, range(len(nest.vars))
+    spans = {t: [(lo + o, hi + o) for (lo, hi), o in zip(nest.bounds, t.shift)] for t in terms}
+    core = [(max(spans[t][d][0] for t in terms), min(spans[t][d][1] for t in terms))
+            for d in range(len(nest.vars))]
+    rows = []
+    for piece in _intervals(sorted({t.shift[inner] for t in terms})):
+        here = [t for t in terms if _applies(t.shift[inner], piece)]
+        if here:
+            rows.append(_loops(nest.vars[inner:], [_range(piece, nest.bounds[inner])],
+                               (_tasklet(here, nest.vars),), line))
+    out = [_loops(nest.vars[:inner], core[:inner], None, line, Sequence(tuple(rows)))]
+    union = [(min(spans[t][d][0] for t in terms), max(spans[t][d][1] for t in terms))
+             for d in range(len(nest.vars))]
+    for d in outer:
+        for edge in ((union[d][0], core[d][0]), (core[d][1], union[d][1])):
+            if sp.expand(edge[1] - edge[0]) == 0:
+                continue
+            bounds = core[:d] + [edge] + union[d + 1:]
+            body = tuple(_when(_inside(spans[t], union, nest.vars, d),
+                               State((_tasklet([t], nest.vars),)), line) for t in terms)
+            out.append(_loops(nest.vars, bounds, None, line, Sequence(body)))
     return out
+
+
+def _inside(span, union, variables, first):
+    """The condition that the variables from dimension ``first`` on lie in ``span``
+    (bounds that the union's already imply left out)."""
+    parts = []
+    for (lo, hi), (ulo, uhi), v in list(zip(span, union, variables))[first:]:
+        if sp.expand(lo - ulo) != 0:
+            parts.append(sp.Ge(v, lo))
+        if sp.expand(uhi - hi) != 0:
+            parts.append(sp.Lt(v, hi))
+    return sp.And(*parts)
+
+
+def _when(condition, body, line):
+    if condition == sp.true:
+        return body
+    return ConditionalRegion(((condition, Sequence((body,))),), line)
 
 
 def _loops(variables, bounds, tasklets, line, body=None):

@@ -307,6 +307,9 @@ class _Generator:
         (estimated from the ranges, outer variables at their start, of the longest
         innermost loop); None when the
         nest is provably smaller, since smaller ones lose to the cost of starting threads."""
+        if loop.stop is not None and (loop.stop - loop.start).is_number and \
+                loop.stop - loop.start <= 8:
+            return None         # a few iterations to share (an edge slab): no threads
         volumes = set()
         for context in {ctx for _, ctx in walk(loop.body)}:     # each innermost loop
             volume, outer = sp.Integer(1), {}
