@@ -13,6 +13,7 @@ from .options import options
 from .sweep import Sweep
 from .frontend import RESULT, declared_types, read_source, type_of_value
 from .runtime.arguments import bind
+from .runtime.memory import BufferPool
 from .sdfg import to_text
 
 
@@ -103,6 +104,7 @@ class Specialization:
         self.forward, self.sdfg = forward, forward.sdfg
         self._backward, self._tangent, self._sizes = {}, {}, {}
         self.plans, self.last_sweep = {}, None
+        self.pool = BufferPool()        # host buffers a finished gradient call gave back
         self.floating = [a.name for a in self.sdfg.arguments
                          if a.kind == "float" or (a.kind == "array" and a.dtype.kind == "f")]
         written = {m.data for node in _tasklet_outputs(self.sdfg) for m in node}
@@ -175,7 +177,7 @@ class Specialization:
         for (wrt, outs), bwd in self._backward.items():
             adj = bwd.adjoint
             lines.append(f"derivative of {sorted(outs)} w.r.t. {sorted(wrt)}: active "
-                         f"{sorted(adj.active)}; recorded on every write: "
+                         f"{sorted(adj.active)}; overwritten values recorded: "
                          f"{sorted(adj.recorded) or 'nothing'}")
         lines += _launch_plans(self)
         if self.last_sweep is not None:
@@ -254,7 +256,7 @@ def value_and_grad(k: Kernel, wrt, memory_budget=None, policy=None, snapshots=No
         spec = k.specialize(args)
         names = _check_wrt(k, spec, wrt)
         sweep = Sweep(spec, spec.backward(names, {RESULT}), args, run_forward=_value, **plan)
-        cot = sweep.reverse({RESULT: 1.0})
+        cot = sweep.reverse({RESULT: 1.0}, wanted=names)
         spec.last_sweep = sweep
         grads = tuple(cot[n] for n in names)
         return sweep.result(), grads[0] if isinstance(wrt, str) else grads

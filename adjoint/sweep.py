@@ -1,5 +1,14 @@
 """One differentiated call: the forward sweep and the reverse sweep, region by region,
-following a store/recompute plan, with every engine allocation on a ledger."""
+following a store/recompute plan, with every engine allocation on a ledger.
+
+Buffers are reused across calls: a call takes its buffers (argument copies, adjoints,
+transients, tapes, snapshots) from its specialisation's pool (``runtime/memory.py``),
+keeps what it releases on the way as spares for its own later needs, and a finished
+non-reusable call hands the adjoints it returns to the user as they are (no copy) and
+gives every other buffer back to the pool. The ledger is kept as before: spares are held
+only while the bytes on the ledger plus the spares stay within the ledger's peak, so
+the measured peak is still what the engine holds at most; idle pooled buffers between
+calls (at most those of the last finished call per specialisation) are on no ledger."""
 import numpy as np
 
 from .autodiff import adjoint_name
@@ -48,12 +57,13 @@ class Sweep:
         _, counts = bwd.module.check(self.syms)
         self.counts = counts.reshape(-1, COUNTS)
         self.ledger = Ledger()
-        self.mem = memory_for(bwd.module)       # NumPy, or GPU arrays for a CUDA module
+        # NumPy buffers from the specialisation's pool, or GPU arrays for a CUDA module
+        self.mem = memory_for(bwd.module, getattr(spec, "pool", None))
+        self.released, self._result = False, None
         self.hints = {}
         self.primal = {c.name for c in spec.forward.layout.containers}
         self._start()
-        self.adjoints = {c.name: self.ledger.take(self.mem.zeros(spec.volume(c, self.syms),
-                                                                 c.dtype))
+        self.adjoints = {c.name: self._hold(self.mem.zeros(spec.volume(c, self.syms), c.dtype))
                          for c in self.containers if c.name not in self.primal}
         runs_forward = run_forward or self.adj.needs_forward
         # Without a forward sweep nothing is recorded or snapshotted: every region "stores"
@@ -72,9 +82,9 @@ class Sweep:
     def _start(self):
         """Fresh buffers with the arguments' values; the caller's arrays are never written."""
         for array in getattr(self, "_owned", ()):
-            self.ledger.give(array)
+            self._free(array)
         for tape, _ in getattr(self, "tapes", {}).values():
-            self.ledger.give(tape)
+            self._free(tape)
         for saved in getattr(self, "snapshots", {}).values():
             self._drop(saved)
         spec = self.spec
@@ -91,8 +101,20 @@ class Sweep:
         self.tapes, self.snapshots = {}, {}
 
     def _own(self, array):
-        self._owned.append(self.ledger.take(array))
+        self._owned.append(self._hold(array))
         return array
+
+    def _hold(self, array):
+        """Put a buffer the memory object gave this call on the ledger. Spares are dropped
+        as far as needed for the ledger's peak to cover them too."""
+        self.ledger.take(array)
+        self.mem.trim(self.ledger.peak - self.ledger.current)
+        return array
+
+    def _free(self, array):
+        """Take a buffer of this call off the ledger; it stays a spare of the call."""
+        self.ledger.give(array)
+        self.mem.release(array)
 
     def _bytes(self, names):
         return sum(self.state[n].nbytes for n in names)
@@ -135,7 +157,7 @@ class Sweep:
         return (0, int(self.counts[i][3])) if self.adj.regions[i].segmented else (0, 0)
 
     def _tape(self, i, pushes):
-        return self.ledger.take(self.mem.empty(max(int(pushes), self.hints.get(i, 0))))
+        return self._hold(self.mem.empty(max(int(pushes), self.hints.get(i, 0))))
 
     def _grow(self, i):
         size = max(2 * self.hints.get(i, int(self.counts[i][0])), 1024)
@@ -159,16 +181,21 @@ class Sweep:
                 self._run(i, FORWARD, segment=self._segment(i))
 
     def result(self):
+        if self.released:
+            return self._result
         return float(self.value(RESULT)[0]) if RESULT in self.state else None
 
     def value(self, name):
         """A container's contents after the forward sweep, as a NumPy array (on the CPU
         the buffer itself)."""
+        if self.released:
+            raise AdjointError(f"{self.spec.sdfg.name}(): this differentiated call is over; "
+                               "its buffers went back to the pool")
         return self.mem.value(self.state[name])
 
     def _save(self, names, state=None):
         state = state or self.state
-        return {n: self.ledger.take(state[n].copy()) for n in names}
+        return {n: self._hold(self.mem.copy(state[n])) for n in names}
 
     def _restore(self, saved, state):
         for n, v in saved.items():
@@ -176,13 +203,22 @@ class Sweep:
 
     def _drop(self, saved):
         for v in saved.values():
-            self.ledger.give(v)
+            self._free(v)
 
     # ---- reverse sweep -----------------------------------------------------------------
-    def reverse(self, cotangents):
-        """Cotangents at entry of every floating argument, given those of the outputs."""
+    def reverse(self, cotangents, wanted=None):
+        """Cotangents at entry of every floating argument (of those named in ``wanted``,
+        when given), given those of the outputs.
+
+        A non-reusable sweep runs its reverse once: the adjoints it returns are its own
+        buffers, handed over, and its other buffers go back to the pool (``result()``
+        still answers; ``value()`` no longer does). A reusable sweep (``vjp``) returns
+        copies and keeps everything for the next call."""
+        if self.released:
+            raise AdjointError(f"{self.spec.sdfg.name}(): the reverse sweep of a "
+                               "non-reusable call runs once")
         if self.reusable:
-            state = {n: (self.ledger.take(v.copy()) if n in self._written() else v)
+            state = {n: (self._hold(self.mem.copy(v)) if n in self._written() else v)
                      for n, v in self.state.items()}
             for g in self.adjoints.values():
                 g[...] = 0
@@ -197,8 +233,11 @@ class Sweep:
         if self.reusable:
             for n, v in state.items():
                 if v is not self.state[n]:
-                    self.ledger.give(v)
-        return self._cotangents()
+                    self._free(v)
+            return self._cotangents(wanted)
+        out = self._cotangents(wanted)
+        self._release()
+        return out
 
     def _reverse_region(self, i, option, state):
         if option.kind == "store":
@@ -206,7 +245,7 @@ class Sweep:
             tape, end = take(i, (None, 0))      # no tape: nothing was recorded
             self._run(i, REVERSE, tape, end, self._segment(i), state)
             if tape is not None and not self.reusable:
-                self.ledger.give(tape)
+                self._free(tape)
             return
         self._restore(self.snapshots[i], state)
         if option.kind == "recompute":
@@ -222,11 +261,11 @@ class Sweep:
             end = self._run(i, RECORD, tape, 0, segment, state)
             if end >= 0:
                 break
-            self.ledger.give(tape)          # a while loop ran longer: more tape, run again
+            self._free(tape)                # a while loop ran longer: more tape, run again
             self._grow(i)
             self._restore(self.snapshots[i], state)
         self._run(i, REVERSE, tape, end, segment, state)
-        self.ledger.give(tape)
+        self._free(tape)
 
     def _revolve(self, i, snapshots, state):
         """Run the binomial schedule. One iteration tape and the snapshot copies are
@@ -251,20 +290,44 @@ class Sweep:
                 self._run(i, REVERSE, tape, end, (k, k + 1), state)
         for copies in spare + list(saved.values()):
             self._drop(copies)
-        self.ledger.give(tape)
+        self._free(tape)
 
     def _save_into(self, copies, names, state):
         for n in names:
             self.mem.copyto(copies[n], state[n])
         return copies
 
-    def _cotangents(self):
+    def _cotangents(self, wanted=None):
         out = {}
         for a in self.spec.sdfg.arguments:
-            if a.name not in self.spec.floating:
+            if a.name not in self.spec.floating or (wanted is not None and a.name not in wanted):
                 continue
-            g = self.adjoints.get(adjoint_name(a.name))
+            name = adjoint_name(a.name)
+            g = self.adjoints.get(name)
             value = self.state[a.name]
-            g = np.zeros(value.shape, value.dtype) if g is None else self.mem.copy_out(g)
+            if g is None:
+                g = np.zeros(value.shape, value.dtype)
+            elif a.kind == "float":
+                g = self.mem.value(g)
+            elif self.reusable:
+                g = self.mem.copy_out(g)        # the next pullback overwrites the buffer
+            else:
+                self.ledger.give(g)             # the user's now: never pooled
+                del self.adjoints[name]
+                g = self.mem.hand_out(g)
             out[a.name] = float(g[0]) if a.kind == "float" else g.reshape(value.shape)
         return out
+
+    def _release(self):
+        """The call is over: its remaining buffers go back to the pool (on the CPU) and
+        the sweep keeps no reference to them (``spec.last_sweep`` holds only the plan and
+        the ledger)."""
+        self._result = self.result()
+        held = list(self._owned) + list(self.adjoints.values())
+        held += [tape for tape, _ in self.tapes.values()]
+        held += [v for saved in self.snapshots.values() for v in saved.values()]
+        for array in held:
+            self.ledger.give(array)
+        self.released = True
+        self.mem.close(held)
+        self.state, self.adjoints, self.tapes, self.snapshots, self._owned = {}, {}, {}, {}, []

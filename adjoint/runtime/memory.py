@@ -1,22 +1,156 @@
 """Where a differentiated call keeps its buffers: NumPy arrays for the C modules,
 GPU arrays (runtime/cuda.py) for the CUDA ones, behind the few operations the sweep
-needs. On the GPU every argument is copied in once and results come out once."""
+needs. On the GPU every argument is copied in once and results come out once.
+
+One memory object serves one differentiated call (one ``Sweep``). On the CPU it takes
+its buffers from the specialisation's :class:`BufferPool` where one of the right size
+and dtype is idle (re-zeroed or overwritten, never read as it is), keeps the buffers the
+call releases on the way as *spares* for the call's later needs, and a finished call
+gives what it still holds back to the pool for the next call. Buffers handed to the
+user are never in a pool; buffers under ``SMALL`` bytes are not pooled (NumPy serves
+them faster than a look-up)."""
+import threading
+
 import numpy as np
+
+FLOAT64 = np.dtype(np.float64)
+SMALL = 4096
+
+
+def _key(size, dtype):
+    return int(size), dtype if isinstance(dtype, np.dtype) else np.dtype(dtype)
+
+
+def _flat(array):
+    return array.reshape(-1)
+
+
+class BufferPool:
+    """Idle host buffers of one specialisation, by (number of elements, dtype), that a
+    finished differentiated call gave back for the next call to take.
+
+    Retained memory is bounded: :meth:`give` replaces the idle buffers with the ones it
+    is given, so a pool holds at most the buffers of the last call that finished (for
+    heat-3d at N=100 w.r.t. ``A``: the copies of ``A`` and ``B`` and the adjoint of
+    ``B``, 24 MB; the adjoint of ``A`` went to the user), and nothing that a call in
+    progress took. These idle bytes are on no call's ledger: between calls they are
+    memory the specialisation keeps, like its compiled modules; :meth:`clear` frees them.
+    Taking and giving hold a lock, so concurrent calls never get the same buffer."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._idle = {}
+
+    def take(self, key):
+        """An idle flat buffer for ``key`` = (number of elements, dtype), contents
+        undefined, now the caller's alone; or None."""
+        with self._lock:
+            free = self._idle.get(key)
+            return free.pop() if free else None
+
+    def give(self, buffers):
+        """Make ``buffers`` (which nothing else may use any more) the idle ones; what was
+        idle before is dropped."""
+        idle = {}
+        for b in buffers:
+            if b.nbytes >= SMALL:
+                idle.setdefault(_key(b.size, b.dtype), []).append(_flat(b))
+        with self._lock:
+            self._idle = idle
+
+    def clear(self):
+        with self._lock:
+            self._idle = {}
+
+    def buffers(self):
+        """The idle buffers (a list; for tests and diagnostics)."""
+        with self._lock:
+            return [b for free in self._idle.values() for b in free]
+
+    @property
+    def nbytes(self):
+        """Bytes held idle."""
+        return sum(b.nbytes for b in self.buffers())
 
 
 class HostMemory:
-    """NumPy buffers; arguments the call does not write are used as they are."""
+    """NumPy buffers; arguments the call does not write are used as they are.
+
+    With a ``pool``, new buffers of at least ``SMALL`` bytes come from the call's spares,
+    then from the pool, and only then from NumPy. ``allocations`` and ``allocated_bytes``
+    count the buffers of that size that came from NumPy (the tests' measure of reuse)."""
     copies_arguments = False
 
+    def __init__(self, pool=None):
+        self.pool = pool
+        self.spares = {}
+        self.spare_bytes = 0
+        self.allocations = self.allocated_bytes = 0
+
+    # ---- new buffers ---------------------------------------------------------------------
+    def _reuse(self, size, dtype):
+        """A flat buffer with undefined contents from the spares or the pool, or None."""
+        if self.pool is None:
+            return None
+        key = _key(size, dtype)
+        if key[0] * key[1].itemsize < SMALL:
+            return None
+        free = self.spares.get(key)
+        if free:
+            buffer = free.pop()
+            self.spare_bytes -= buffer.nbytes
+            return buffer
+        return self.pool.take(key)
+
+    def _fresh(self, array):
+        if array.nbytes >= SMALL:
+            self.allocations += 1
+            self.allocated_bytes += array.nbytes
+        return array
+
     def copy(self, array):
-        return array.copy()
+        buffer = self._reuse(array.size, array.dtype)
+        if buffer is None:
+            return self._fresh(array.copy())
+        buffer = buffer.reshape(array.shape)
+        np.copyto(buffer, array)
+        return buffer
 
     def zeros(self, size, dtype):
-        return np.zeros(size, dtype)
+        buffer = self._reuse(size, dtype)
+        if buffer is None:
+            return self._fresh(np.zeros(size, dtype))
+        buffer.fill(0)
+        return buffer
 
     def empty(self, size):
-        return np.empty(size)
+        buffer = self._reuse(size, FLOAT64)
+        return self._fresh(np.empty(size)) if buffer is None else buffer
 
+    # ---- buffers going away --------------------------------------------------------------
+    def release(self, array):
+        """The call no longer needs ``array``: keep it as a spare for the call's next
+        buffer of its size (:meth:`trim` bounds the spares)."""
+        if self.pool is None or array.nbytes < SMALL:
+            return
+        self.spares.setdefault(_key(array.size, array.dtype), []).append(_flat(array))
+        self.spare_bytes += array.nbytes
+
+    def trim(self, limit):
+        """Drop spares, largest first, until they hold at most ``limit`` bytes."""
+        while self.spare_bytes > max(limit, 0):
+            key = max((k for k, v in self.spares.items() if v),
+                      key=lambda k: self.spares[k][-1].nbytes)
+            self.spare_bytes -= self.spares[key].pop().nbytes
+
+    def close(self, buffers):
+        """The call is over: ``buffers`` (its own, nobody else's) and the spares become
+        the pool's idle buffers."""
+        if self.pool is not None:
+            self.pool.give(list(buffers) + [b for free in self.spares.values() for b in free])
+        self.spares, self.spare_bytes = {}, 0
+
+    # ---- contents ------------------------------------------------------------------------
     def copyto(self, dst, src):
         np.copyto(dst, src)
 
@@ -28,12 +162,19 @@ class HostMemory:
         """A NumPy copy of the contents."""
         return array.copy()
 
+    def hand_out(self, array):
+        """The contents as a NumPy array the user may keep, for a buffer the call will not
+        use again: on the CPU the buffer itself."""
+        return array
+
 
 class DeviceMemory(HostMemory):
-    """GPU buffers (DeviceArrays) of one CUDA module; every argument is copied in."""
+    """GPU buffers (DeviceArrays) of one CUDA module; every argument is copied in. Not
+    pooled: each call allocates (and frees) its own."""
     copies_arguments = True
 
     def __init__(self, module):
+        super().__init__(None)
         self.module = module
 
     def copy(self, array):
@@ -54,6 +195,12 @@ class DeviceMemory(HostMemory):
     def copy_out(self, array):
         return array.get()
 
+    def hand_out(self, array):
+        return array.get()
 
-def memory_for(module):
-    return DeviceMemory(module) if getattr(module, "device", "cpu") == "cuda" else HostMemory()
+
+def memory_for(module, pool=None):
+    """The memory of one call of ``module``; host buffers come from ``pool`` if given."""
+    if getattr(module, "device", "cpu") == "cuda":
+        return DeviceMemory(module)
+    return HostMemory(pool)

@@ -1,0 +1,291 @@
+"""Buffer reuse across differentiated calls (``sweep.py``, ``runtime/memory.py``): a call
+takes its buffers from its specialisation's pool and gives them back when it is over; the
+gradients it returns are its adjoint buffers themselves, never pooled, never overwritten
+by a later call; the ledger and the plan's peak are unchanged; concurrent calls never
+share a buffer."""
+import threading
+
+import numpy as np
+import pytest
+
+import adjoint
+from adjoint import float64, grad, kernel, options, symbol, value_and_grad, vjp
+from adjoint.runtime.memory import SMALL, BufferPool
+from adjoint.sweep import Sweep
+from corpus import jacobi1d
+from test_memory import burgers
+
+N = symbol("N")
+smooth = jacobi1d         # linear in A: grad runs no forward sweep, records nothing
+ON_HOST = options.device == "cpu"           # pytest --device=cuda...: GPU buffers, no pool
+host_only = pytest.mark.skipif(not ON_HOST, reason="the buffer pool is for host buffers")
+
+
+@kernel
+def two_phases(u: float64[N], v: float64[N], T: int) -> float:
+    """Two nonlinear loops whose tapes differ in size: under recompute_all the reverse of
+    the first needs a bigger tape than the one the second released."""
+    for t in range(4 * T):
+        for i in range(1, N - 1):
+            v[i] = u[i] - 0.01 * u[i] * u[i + 1]
+        for i in range(1, N - 1):
+            u[i] = v[i]
+    for t in range(T):
+        for i in range(1, N - 1):
+            u[i] = u[i] - 0.02 * u[i] * u[i - 1]
+    return np.sum(u * u)
+
+
+n = 2048                                    # 16 KiB arrays: above the pooling threshold
+assert n * 8 >= SMALL
+
+
+def _smooth_args(seed, T=4):
+    rng = np.random.default_rng(seed)
+    return rng.random(n), rng.random(n), T
+
+
+def _burgers_args(seed, T=40):
+    x = np.linspace(0, 2 * np.pi, n)
+    return np.sin(x + seed) + 0.5, np.zeros(n), 0.01, 0.1, T
+
+
+def _fresh(k):
+    """The same kernel compiled into new specialisations: an empty pool, the reference."""
+    return kernel(k.__wrapped__)
+
+
+def _spec(k, args):
+    return k.specialize(args)
+
+
+def _sweep(k, args):
+    return _spec(k, args).last_sweep
+
+
+# ---- allocations ----------------------------------------------------------------------------
+@host_only
+def test_second_call_allocates_only_the_returned_gradient():
+    args = _smooth_args(0)
+    _spec(smooth, args).pool.clear()
+    g = grad(smooth, wrt="A")
+    g(*args)
+    first = _sweep(smooth, args).mem
+    assert first.allocations >= 3          # copies of A and B, the adjoints (first call)
+    out = g(*args)
+    second = _sweep(smooth, args).mem
+    assert second.allocations == 1         # the gradient handed to the caller, nothing else
+    assert second.allocated_bytes == out.nbytes
+
+
+@host_only
+def test_value_and_grad_allocates_only_what_it_returns():
+    args = _smooth_args(1)
+    vg = value_and_grad(smooth, wrt=("A", "B"))
+    vg(*args)
+    vg(*args)
+    assert _sweep(smooth, args).mem.allocations == 2
+
+
+@host_only
+@pytest.mark.parametrize("plan", [dict(policy="store_all"), dict(policy="recompute_all"),
+                                  dict(policy="revolve", snapshots=3)])
+def test_tapes_and_snapshots_are_reused(plan):
+    args = _burgers_args(0)
+    g = grad(burgers, wrt=("u", "nu", "dt"), **plan)
+    g(*args)
+    first = _sweep(burgers, args)
+    assert first.mem.allocations >= 3
+    g(*args)
+    second = _sweep(burgers, args)
+    assert second.mem.allocations == 1, plan     # only the gradient w.r.t. u
+    assert second.ledger.peak == first.ledger.peak
+
+
+# ---- results stay the caller's --------------------------------------------------------------
+def test_successive_gradients_are_distinct_and_equal_to_fresh_computations():
+    a1, a2 = _smooth_args(10), _smooth_args(11)
+    saved = [x.copy() for x in a1[:2]]
+    ref = grad(_fresh(smooth), wrt="A")
+    want1, want2 = ref(*a1), ref(*a2)
+    g = grad(smooth, wrt="A")
+    r1 = g(*a1)
+    keep1 = r1.copy()
+    r2 = g(*a2)
+    r3 = g(*a1)
+    assert np.array_equal(r1, want1) and np.array_equal(r1, keep1)    # not overwritten
+    assert np.array_equal(r2, want2)
+    assert np.array_equal(r3, want1)
+    for x, y in [(r1, r2), (r1, r3), (r2, r3)]:
+        assert not np.shares_memory(x, y)
+    r1[...] = np.nan                          # the caller may scribble on what it got
+    r4 = g(*a1)
+    assert np.array_equal(r4, want1) and np.array_equal(r2, want2)
+    for x, s in zip(a1, saved):              # and its arguments are never written
+        assert np.array_equal(x, s)
+    pooled = _spec(smooth, a1).pool.buffers()
+    assert pooled or not ON_HOST
+    for r in (r2, r3, r4):
+        assert not any(np.shares_memory(r, b) for b in pooled)
+
+
+def test_value_and_grad_values_survive_the_release():
+    args1, args2 = _burgers_args(1), _burgers_args(2)
+    ref = value_and_grad(_fresh(burgers), wrt=("u", "nu"))
+    vg = value_and_grad(burgers, wrt=("u", "nu"))
+    (v1, g1), (v2, g2), (v3, g3) = vg(*args1), vg(*args2), vg(*args1)
+    (w1, h1), (w2, h2) = ref(*args1), ref(*args2)
+    assert v1 == w1 == v3 and v2 == w2 and v1 != v2
+    assert np.array_equal(g1[0], h1[0]) and g1[1] == h1[1]
+    assert np.array_equal(g2[0], h2[0]) and np.array_equal(g3[0], h1[0])
+    assert not np.shares_memory(g1[0], g3[0])
+
+
+def test_vjp_pullbacks_stay_independent_next_to_pooled_calls():
+    args = _burgers_args(3)
+    cot = {"return": 1.0, "u": np.linspace(0, 1, n)}
+    _, pull_ref = vjp(_fresh(burgers), *args)
+    want = pull_ref(cot)
+    outs, pull = vjp(burgers, *args)
+    first = pull(cot)
+    g = grad(burgers, wrt="u")
+    between = g(*args)                        # a pooled call on the same specialisation
+    second = pull(cot)
+    for name in ("u", "v"):
+        assert np.array_equal(first[name], want[name])
+        assert np.array_equal(second[name], want[name])
+        assert not np.shares_memory(first[name], second[name])
+    first["u"][...] = 0.0
+    assert np.array_equal(pull(cot)["u"], want["u"])
+    assert np.array_equal(between, grad(_fresh(burgers), wrt="u")(*args))
+
+
+def test_a_finished_sweep_runs_its_reverse_once():
+    args = _smooth_args(4)
+    spec = _spec(smooth, args)
+    sweep = Sweep(spec, spec.backward(("A",), {"__return"}), args)
+    sweep.reverse({"__return": 1.0}, wanted=("A",))
+    assert sweep.state == {} and sweep.adjoints == {}     # last_sweep keeps no buffers
+    with pytest.raises(adjoint.AdjointError, match="runs once"):
+        sweep.reverse({"__return": 1.0})
+    with pytest.raises(adjoint.AdjointError, match="over"):
+        sweep.value("A")
+
+
+# ---- the ledger -----------------------------------------------------------------------------
+@pytest.mark.parametrize("k", [burgers, two_phases])
+@pytest.mark.parametrize("plan", [dict(policy="store_all"), dict(policy="recompute_all"),
+                                  dict(policy="revolve", snapshots=2), "a third of store_all"])
+def test_spares_stay_within_the_ledgers_peak(k, plan, monkeypatch):
+    """What a call keeps for reuse while it runs never takes the engine's real holding
+    above the measured peak; the peak is the same on every call and within the budget."""
+    hold, free, seen = Sweep._hold, Sweep._free, []
+
+    def check(sweep):
+        seen.append(sweep.mem.spare_bytes)
+        assert sweep.ledger.current + sweep.mem.spare_bytes <= sweep.ledger.peak
+
+    def checked_hold(self, array):
+        out = hold(self, array)
+        check(self)
+        return out
+
+    def checked_free(self, array):
+        free(self, array)
+        check(self)
+
+    monkeypatch.setattr(Sweep, "_hold", checked_hold)
+    monkeypatch.setattr(Sweep, "_free", checked_free)
+    args = _burgers_args(5) if k is burgers else _burgers_args(5)[:2] + (10,)
+    if isinstance(plan, str):                   # a budget that forces checkpointing
+        grad(k, wrt="u", policy="store_all")(*args)
+        plan = dict(memory_budget=_sweep(k, args).ledger.peak // 3)
+    g = grad(k, wrt="u", **plan)
+    want = grad(_fresh(k), wrt="u", policy="store_all")(*args)
+    peaks = []
+    for _ in range(3):
+        assert np.array_equal(g(*args), want)
+        sweep = _sweep(k, args)
+        peaks.append(sweep.ledger.peak)
+        assert sweep.ledger.current == 0                  # handed out or given back
+        assert _spec(k, args).pool.nbytes <= sweep.ledger.peak
+        if "memory_budget" in plan:
+            assert sweep.ledger.peak <= plan["memory_budget"]
+    assert peaks[0] == peaks[1] == peaks[2]
+    assert any(seen) or not ON_HOST, "no buffer was kept for reuse"
+
+
+def test_the_pool_holds_at_most_the_last_call():
+    pool = BufferPool()
+    first = [np.zeros(1024), np.zeros(2048)]
+    pool.give(first)
+    pool.give([np.zeros(1024)])
+    assert pool.nbytes == 8 * 1024
+    assert not any(np.shares_memory(b, a) for b in pool.buffers() for a in first)
+    pool.give([np.zeros(10)])                 # small buffers are not pooled
+    assert pool.nbytes == 0
+
+
+# ---- threads --------------------------------------------------------------------------------
+def test_concurrent_takes_never_share_a_buffer():
+    pool = BufferPool()
+    buffers = [np.empty(1024) for _ in range(400)]
+    pool.give(buffers)
+    key = (1024, np.dtype(np.float64))
+    taken, start = [[] for _ in range(4)], threading.Barrier(4)
+
+    def take(mine):
+        start.wait()
+        while (b := pool.take(key)) is not None:
+            mine.append(b)
+
+    threads = [threading.Thread(target=take, args=(t,)) for t in taken]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    got = [b.ctypes.data for t in taken for b in t]
+    assert len(got) == len(set(got)) == len(buffers)
+
+
+def test_concurrent_gradients_are_correct(monkeypatch):
+    monkeypatch.setattr(options, "threads", 1)
+    inputs = [_smooth_args(20 + k) for k in range(4)]
+    ref = grad(_fresh(smooth), wrt="A")
+    want = [ref(*a) for a in inputs]
+    g = grad(smooth, wrt="A")
+    results, errors, start = {}, [], threading.Barrier(2)
+
+    def work(t):
+        try:
+            start.wait()
+            for rep in range(15):
+                k = (rep + t) % len(inputs)
+                results[t, rep] = (k, g(*inputs[k]))
+        except Exception as exc:        # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    for k, r in results.values():
+        assert np.array_equal(r, want[k])
+    arrays = [r for _, r in results.values()]
+    assert len({a.ctypes.data for a in arrays}) == len(arrays)    # all alive, all distinct
+
+
+# ---- the CUDA path (emulated on the CPU): device buffers are not pooled ----------------------
+def test_emulated_cuda_successive_gradients(monkeypatch):
+    args1, args2 = _smooth_args(30, T=2), _smooth_args(31, T=2)
+    want1 = grad(_fresh(smooth), wrt="A")(*args1)
+    want2 = grad(_fresh(smooth), wrt="A")(*args2)
+    monkeypatch.setattr(options, "device", "cuda")
+    monkeypatch.setattr(options, "cuda_emulation", True)
+    g = grad(_fresh(smooth), wrt="A")
+    r1, r2, r3 = g(*args1), g(*args2), g(*args1)
+    for got, want in [(r1, want1), (r2, want2), (r3, want1)]:
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+    assert not np.shares_memory(r1, r3)
