@@ -24,7 +24,8 @@ order. This is legal when every array the nest touches is
 * only accumulated into (never read or assigned in the nest),
 so the only dependences between iterations are additions, which commute (the
 gathered sums round differently from the scatter, within reassociation error).
-Restores from the tape run first, in the loops' own order.
+Restores from the tape run first, in the loops' own order. A reversed nest of such
+iterations without offsets runs forwards (reversed vector loads need permutes).
 """
 from dataclasses import dataclass, field, replace
 
@@ -45,6 +46,8 @@ def gather(region):
     if isinstance(region, LoopRegion):
         nest, pops = _loop_nest(region)
         rewritten = _rewrite(nest, pops, region.line) if nest is not None else None
+        if rewritten is None and nest is not None and not pops and _legal(nest, ()):
+            return _forwards(region)    # independent iterations: unit stride, no permutes
         if rewritten is None:
             return replace(region, body=gather(region.body))
         restores = (_with_body(region, State(pops)),) if pops else ()
@@ -159,6 +162,14 @@ def _with_body(loop, state):
     if len(inner) == 1 and isinstance(inner[0], LoopRegion):
         return replace(loop, body=Sequence((_with_body(inner[0], state),)))
     return replace(loop, body=Sequence((state,)))
+
+
+def _forwards(loop):
+    """The perfect nest rooted at ``loop`` with every loop running forwards."""
+    inner = loop.body.elements
+    if len(inner) == 1 and isinstance(inner[0], LoopRegion):
+        return replace(loop, reverse=False, body=Sequence((_forwards(inner[0]),)))
+    return replace(loop, reverse=False)
 
 
 def _bounds(loop):
@@ -290,9 +301,11 @@ def _groups(terms, variables):
     touches its target (moving it earlier must not change what it sees); other terms
     fuse with an ungathered nest just before them (their dependences stay within one
     iteration)."""
+    gathered = {_target_key(t, variables) for t in terms if t.shifted}
     groups = []
     for term in terms:
         key = _target_key(term, variables) if term.shift is not None else None
+        key = key if key in gathered else None      # offsets 0 gather with shifted terms
         home = None
         for k in range(len(groups) - 1, -1, -1):
             if key is not None and groups[k].key == key:
@@ -301,10 +314,10 @@ def _groups(terms, variables):
                            for g in between):
                     home = groups[k]
                 break
-        if home is None and not term.shifted and groups and groups[-1].key is None:
+        if home is None and key is None and groups and groups[-1].key is None:
             home = groups[-1]
         if home is None:
-            home = _Group(key if term.shifted else None)
+            home = _Group(key)
             groups.append(home)
         home.terms.append(term)
     return groups
