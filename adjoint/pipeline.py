@@ -1,6 +1,7 @@
 """The only place that knows the order of the stages; every artefact is kept.
 
-    [Python source] --frontend--> SDFG --validate--> --bounds--> proofs + runtime checks
+    [Python source] --frontend--> SDFG --validate--> --fuse maps--> --bounds--> proofs
+                                                                 + runtime checks
     SDFG --autodiff--> recording forward + reverse sweep, or the tangent-linear SDFG
     SDFG(s) --codegen--> C source --runtime--> shared library loaded through cffi
 
@@ -10,6 +11,7 @@ kernel's fingerprint, so a warm start skips every stage but loading the library.
 from dataclasses import dataclass
 
 from .analysis.bounds import index_checks
+from .analysis.fusion import fuse
 from .analysis.parallel import parallelize
 from .autodiff import Adjoint, differentiate, linearize
 from .codegen import COUNTS, Layout, generate_module
@@ -46,7 +48,7 @@ def lower_forward(src, name, types) -> Forward:
 
 
 def _lower_forward(src, name, types, key):
-    sdfg = validate(parse(src, name, types))                     # Python AST -> SDFG
+    sdfg = validate(fuse(validate(parse(src, name, types))))     # Python AST -> SDFG
     checks = tuple(index_checks(sdfg))                            # prove indices in bounds
     layout = Layout(sdfg.symbols, tuple(sdfg.containers.values()))
     return Forward(sdfg, checks, layout, *_build(layout, [sdfg], checks, (), name), key)

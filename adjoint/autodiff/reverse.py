@@ -255,8 +255,8 @@ class _Reverser:
                     elements.append(State(tuple(pending), state.label))
                     pending = []
                 elements.append(self._map_as_loops(node))
-            elif isinstance(node, MapScope):
-                body = tuple(n for t in node.body for n in self.tasklet(t))
+            elif isinstance(node, MapScope):        # each point's tasklets backwards
+                body = tuple(n for t in reversed(node.body) for n in self.tasklet(t))
                 if body:
                     pending.append(MapScope(node.params, node.ranges, body, node.line))
             elif isinstance(node, MatMul):

@@ -1,0 +1,95 @@
+"""Map fusion: consecutive maps over the same ranges become one map whose body runs both
+bodies at each point, so a whole-array expression chain (``t = a * b; y = t + c``) passes
+over memory once and the intermediate stays in registers.
+
+Two maps fuse when every container both touch, and one of them writes, is accessed at a
+single element per point in both (the same subset, one element per point): each point
+then depends only on itself, so running the second body right after the first at each
+point is what running the maps one after the other does. Sums into scalars, neighbour
+reads (stencils) and different ranges keep the maps apart.
+"""
+from dataclasses import replace
+
+from ..sdfg.nodes import ConditionalRegion, LoopRegion, MapScope, Sequence, State, Tasklet
+from .parallel import injective
+
+
+def fuse(sdfg):
+    """The SDFG with every fusable pair of consecutive maps fused."""
+    return sdfg.replace(body=_region(sdfg.body))
+
+
+def _region(region):
+    if isinstance(region, Sequence):
+        return Sequence(_across_states([_region(e) for e in region.elements]))
+    if isinstance(region, LoopRegion):
+        return replace(region, body=_region(region.body))
+    if isinstance(region, ConditionalRegion):
+        return ConditionalRegion(tuple((c, _region(b)) for c, b in region.branches),
+                                 region.line)
+    nodes = []
+    for node in region.nodes:
+        fused = _fused(nodes[-1], node) if nodes else None
+        if fused is None:
+            nodes.append(node)
+        else:
+            nodes[-1] = fused
+    return State(tuple(nodes), region.label)
+
+
+def _across_states(elements):
+    """Fuse the last map of a state with the first map of the state right after it
+    (each statement is a state of its own)."""
+    out = []
+    for e in elements:
+        while isinstance(e, State) and e.nodes and out and isinstance(out[-1], State) \
+                and out[-1].nodes:
+            fused = _fused(out[-1].nodes[-1], e.nodes[0])
+            if fused is None:
+                break
+            out[-1] = replace(out[-1], nodes=out[-1].nodes[:-1] + (fused,))
+            e = replace(e, nodes=e.nodes[1:])
+        if not (isinstance(e, State) and not e.nodes):
+            out.append(e)
+    return tuple(out)
+
+
+def _fused(first, second):
+    """One map doing ``first`` then ``second`` at every point, or None."""
+    if not (isinstance(first, MapScope) and isinstance(second, MapScope)):
+        return None
+    if first.ranges != second.ranges or not all(
+            isinstance(t, Tasklet) for t in first.body + second.body):
+        return None
+    rename = dict(zip(second.params, first.params))
+    body = tuple(_renamed(t, rename) for t in second.body)
+    if not _pointwise(first.body, body, first.params):
+        return None
+    return replace(first, body=first.body + body)
+
+
+def _renamed(t, rename):
+    def memlet(m):
+        return replace(m, subset=tuple(e.xreplace(rename) for e in m.subset))
+    return Tasklet(tuple((c, memlet(m)) for c, m in t.inputs),
+                   tuple((memlet(m), e.xreplace(rename)) for m, e in t.outputs), t.line)
+
+
+def _pointwise(first, second, params):
+    """Whether every container both bodies touch and one writes is accessed at one
+    subset, a different element for each point."""
+    def accesses(body):
+        reads, writes = {}, {}
+        for t in body:
+            for _, m in t.inputs:
+                reads.setdefault(m.data, set()).add(m.subset)
+            for m, _ in t.outputs:
+                writes.setdefault(m.data, set()).add(m.subset)
+        return reads, writes
+    (r1, w1), (r2, w2) = accesses(first), accesses(second)
+    shared = ((w1.keys() | r1.keys()) & w2.keys()) | (w1.keys() & r2.keys())
+    for name in shared:
+        subsets = set().union(*(d.get(name, set()) for d in (r1, w1, r2, w2)))
+        if len(subsets) != 1 or not injective(next(iter(subsets)), params):
+            return False
+    return True

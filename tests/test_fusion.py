@@ -1,0 +1,53 @@
+"""Map fusion (analysis/fusion.py): consecutive maps over the same range fuse when each
+point depends only on itself; results and gradients are those of the unfused kernel."""
+import numpy as np
+import pytest
+
+from adjoint import float64, grad, kernel, symbol
+from adjoint.sdfg.nodes import MapScope, walk
+
+from kernel_testing import arg_names, assert_arrays_close, copy_args, fd_gradient, rng_for
+
+N = symbol("N")
+
+
+@kernel
+def chain(a: float64[N], b: float64[N], y: float64[N]) -> float:
+    t = a * b
+    y[:] = np.sin(t) + a
+    a *= 2.0                         # after y read a: fusing keeps that order per point
+    y *= a
+    return np.sum(y * y)
+
+
+@kernel
+def neighbours(a: float64[N], b: float64[N], c: float64[N]) -> float:
+    b[1:-1] = a[:-2] * a[1:-1]
+    c[1:-1] = b[2:] + b[1:-1]        # reads the next point's b: must not fuse
+    return np.sum(c * c)
+
+
+def _maps(k, args):
+    return [n for n, _ in walk(k.specialize(args).sdfg.body) if isinstance(n, MapScope)]
+
+
+def test_pointwise_maps_fuse_and_neighbours_do_not():
+    rng = rng_for("fusion")
+    # four statements -> one map (then the sum's); two stencil stores stay two
+    assert len(_maps(chain, (rng.random(6), rng.random(6), np.zeros(6)))) == 2
+    assert len(_maps(neighbours, (rng.random(6), np.zeros(6), np.zeros(6)))) == 3
+
+
+@pytest.mark.parametrize("k,wrt", [(chain, ("a", "b")), (neighbours, ("a",))],
+                         ids=["chain", "neighbours"])
+def test_fused_kernels_match_python_and_finite_differences(k, wrt):
+    rng = rng_for(k.__name__)
+    args = (rng.random(7) + 0.5, rng.random(7) + 0.5, np.zeros(7))
+    got_args, want_args = copy_args(args), copy_args(args)
+    assert k(*got_args) == pytest.approx(k.py_func(*want_args), rel=1e-13)
+    for got, want in zip(got_args, want_args):
+        np.testing.assert_allclose(got, want, rtol=1e-13)
+    index_of = {a: i for i, a in enumerate(arg_names(k))}
+    f = lambda a: float(k.py_func(*copy_args(a)))            # noqa: E731
+    for name, g in zip(wrt, grad(k, wrt=wrt)(*copy_args(args))):
+        assert_arrays_close(g, fd_gradient(f, args, index_of, name), 1e-7, f"d/d{name}")
