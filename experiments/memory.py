@@ -30,25 +30,13 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 import pulp  # noqa: E402
 
-from adjoint import configure, float64, grad, kernel, symbol  # noqa: E402
+from adjoint import configure, grad  # noqa: E402
 from adjoint.options import options  # noqa: E402
 from adjoint.autodiff import plan as P  # noqa: E402
-from test_memory import _random_problem  # noqa: E402
+from test_memory import _random_problem, burgers  # noqa: E402
 
 RESULTS = ROOT / "experiments" / "results"
-N = symbol("N")
 MiB = 2**20
-
-
-@kernel
-def burgers(u: float64[N], v: float64[N], nu: float, dt: float, T: int) -> float:
-    for t in range(T):
-        for i in range(1, N - 1):
-            v[i] = u[i] - 0.5 * dt * u[i] * (u[i + 1] - u[i - 1]) \
-                + nu * dt * (u[i + 1] - 2.0 * u[i] + u[i - 1])
-        for i in range(1, N - 1):
-            u[i] = v[i]
-    return np.sum(u * u)
 
 
 def timed(fn, make_args, repeats, slow):
