@@ -37,9 +37,8 @@ class CompiledModule:
     def call(self, entry, syms, buffers, tape=None, tape_position=0):
         """Run entry point number ``entry``; returns the tape position it ends at
         (-1: the tape is too short)."""
-        data = ffi.new("void *[]", max(len(buffers), 1))
-        for k, b in enumerate(buffers):
-            data[k] = ffi.cast("void *", b.ctypes.data)
+        # from_buffer is the cheap way to a pointer (ndarray.ctypes builds an object)
+        data = ffi.new("void *[]", [ffi.from_buffer(b) for b in buffers] or 1)
         tape_ptr = _ptr("double *", tape) if tape is not None and tape.size else ffi.NULL
         capacity = 0 if tape is None else tape.size
         if self.threads != options.threads:
@@ -50,7 +49,7 @@ class CompiledModule:
 
 
 def _ptr(ctype, array):
-    return ffi.cast(ctype, array.ctypes.data)
+    return ffi.cast(ctype, ffi.from_buffer(array))
 
 
 def load(path, counts=0) -> CompiledModule:
