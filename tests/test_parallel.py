@@ -120,3 +120,24 @@ def test_inner_sums_vectorise_as_simd_reductions():
     assert running_sum(x, y) == pytest.approx(float(np.sum(x)), rel=1e-13)
     np.testing.assert_allclose(y, np.cumsum(x), rtol=1e-13)
     assert "omp simd" not in next(iter(running_sum._specs.values())).forward.source
+
+
+@kernel
+def row_filter(A: float64[N, N], out: float64[N, N]) -> float:
+    for i in range(N):
+        for j in range(N):
+            s = 0.0                  # written first in every j iteration, read only there
+            for k in range(N):
+                s += A[i, k] * A[k, j]
+            out[i, j] = np.tanh(s)
+    return np.sum(out)
+
+
+def test_a_scalar_private_to_an_inner_loop_is_private_to_the_outer_one():
+    A = np.ones((6, 6))
+    assert "i" in _parallel_vars(row_filter, (A, np.zeros((6, 6))))
+    rng = np.random.default_rng(5)
+    A, out = rng.random((80, 80)), np.zeros((80, 80))
+    ref = np.zeros((80, 80))
+    assert row_filter(A, out) == pytest.approx(row_filter.py_func(A, ref), rel=1e-12)
+    np.testing.assert_allclose(out, ref, rtol=1e-12)

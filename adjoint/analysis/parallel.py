@@ -132,8 +132,13 @@ def _same_iteration(w, a, v, inner):
 
 def _first_access(region, name):
     """'write' if the body's first access to the scalar is an unconditional write not
-    reading it; 'read' otherwise; None if it is never accessed."""
-    for element in region.elements:
+    reading it, or if every access lies in one inner loop each iteration of which writes
+    it first (``s = ...`` inside a row loop); 'read' otherwise; None if never accessed."""
+    for k, element in enumerate(region.elements):
+        if isinstance(element, LoopRegion) and _mentions(element, name):
+            alone = not any(_mentions(e, name) for e in region.elements[k + 1:])
+            return "write" if alone and _first_access(element.body, name) == "write" \
+                else "read"
         if isinstance(element, State):
             for node in element.nodes:
                 if isinstance(node, Tasklet):
