@@ -714,20 +714,19 @@ def fdtd_2d(ex, ey, hz, fict):
     return jnp.sum(hz * hz) + jnp.sum(ex) + jnp.sum(ey * ey)
 
 
+def adi_coefficients(N, TSTEPS):
+    """(a, b, c, d, e, f) of PolyBench's ADI, as the kernel computes them."""
+    DX, DY, DT = 1.0 / N, 1.0 / N, 1.0 / TSTEPS
+    mul1 = 2.0 * DT / (DX * DX)
+    mul2 = 1.0 * DT / (DY * DY)
+    a, d = -mul1 / 2.0, -mul2 / 2.0
+    return a, 1.0 + mul2, a, d, 1.0 + mul2, d
+
+
 @port("adi", "fori over j with column/row .at[].set, fori over TSTEPS", static=("TSTEPS",))
 def adi(u, v, p, q, TSTEPS):
     N = u.shape[0]
-    DX = 1.0 / N
-    DY = 1.0 / N
-    DT = 1.0 / TSTEPS
-    mul1 = 2.0 * DT / (DX * DX)
-    mul2 = 1.0 * DT / (DY * DY)
-    a = -mul1 / 2.0
-    b = 1.0 + mul2
-    c = a
-    d = -mul2 / 2.0
-    e = 1.0 + mul2
-    f = d
+    a, b, c, d, e, f = adi_coefficients(N, TSTEPS)
     I = slice(1, N - 1)
 
     def step(t, s):
@@ -1034,12 +1033,7 @@ def jacobi2d_literal(A, B, T):
         row = lambda i, d: loop(N - 1, lambda j, d: point(i, j, d), d, start=1)  # noqa: E731
         return loop(N - 1, row, dst, start=1)
 
-    def step(t, s):
-        A, B = s
-        B = sweep(B, A)
-        return sweep(A, B), B
-    A, B = loop(T, step, (A, B))
-    return jnp.sum(A * A)
+    return jnp.sum(ping_pong(sweep, A, B, T) ** 2)
 
 
 @port("gemm", "", literal=True)
@@ -1095,6 +1089,15 @@ def nest(bounds, body, init):
     return level(0, (), init)
 
 
+def ping_pong(sweep, A, B, T):
+    """T time steps of ``B = sweep(B, A); A = sweep(A, B)``; the final A."""
+    def step(t, s):
+        A, B = s
+        B = sweep(B, A)
+        return sweep(A, B), B
+    return loop(T, step, (A, B))[0]
+
+
 def loop_down(start, stop, body, init):
     """``for i in range(start, stop, -1)`` with a static trip count."""
     return lax.fori_loop(0, start - stop, lambda k, s: body(start - k, s), init)
@@ -1106,15 +1109,10 @@ def loop_down(start, stop, body, init):
 def jacobi1d_literal(A, B, T):
     N = A.shape[0]
 
-    def step(t, s):
-        A, B = s
-        B = loop(N - 1, lambda i, B: B.at[i].set(0.33333 * (A[i - 1] + A[i] + A[i + 1])), B,
-                 start=1)
-        A = loop(N - 1, lambda i, A: A.at[i].set(0.33333 * (B[i - 1] + B[i] + B[i + 1])), A,
-                 start=1)
-        return A, B
-    A, B = loop(T, step, (A, B))
-    return jnp.sum(A * A)
+    def sweep(dst, src):
+        return loop(N - 1, lambda i, d: d.at[i].set(0.33333 * (src[i - 1] + src[i] + src[i + 1])),
+                    dst, start=1)
+    return jnp.sum(ping_pong(sweep, A, B, T) ** 2)
 
 
 @port("heat3d", "", literal=True)
@@ -1130,12 +1128,7 @@ def heat3d_literal(A, B, T):
                 + src[i, j, k])
         return nest([(1, N - 1)] * 3, point, dst)
 
-    def step(t, s):
-        A, B = s
-        B = sweep(B, A)
-        return sweep(A, B), B
-    A, B = loop(T, step, (A, B))
-    return jnp.sum(A * A)
+    return jnp.sum(ping_pong(sweep, A, B, T) ** 2)
 
 
 @port("wave1d", "", literal=True)
@@ -1605,19 +1598,7 @@ def doitgen_literal(A, C4):
 @port("adi", "", literal=True)
 def adi_literal(u, v, p, q, TSTEPS):
     N = u.shape[0]
-    DX = 1.0 / N
-    DY = 1.0 / N
-    DT = 1.0 / TSTEPS
-    B1 = 2.0
-    B2 = 1.0
-    mul1 = B1 * DT / (DX * DX)
-    mul2 = B2 * DT / (DY * DY)
-    a = -mul1 / 2.0
-    b = 1.0 + mul2
-    c = a
-    d = -mul2 / 2.0
-    e = 1.0 + mul2
-    f = d
+    a, b, c, d, e, f = adi_coefficients(N, TSTEPS)
     I = slice(1, N - 1)  # noqa: E741
 
     def step(t, s):
