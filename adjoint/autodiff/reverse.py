@@ -190,9 +190,6 @@ class _Recorded:
     def names(self):
         return frozenset(self.by_name)
 
-    def __contains__(self, name):
-        return name in self.by_name
-
     def pushes(self, node, memlet):
         only = self.by_name.get(memlet.data, ())
         return memlet.data in self.by_name and (only is None or node in only)
