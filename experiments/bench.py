@@ -22,8 +22,10 @@ Per kernel and size, in one run:
   4. best-of-N wall times (fresh input copies made outside the timed region; fewer than
      ``--repeats`` calls once the calls took ``--budget`` seconds, more for fast calls),
      the median CPU time of the same calls as a cross-check on a shared machine
-     (``--clock cpu`` makes the tables use it), and the load average. The engine runs on ``--threads`` OpenMP threads
-     (default 1, and XLA single-threaded too).
+     (``--clock cpu`` makes the tables use it), and the load average. The engine runs on
+     ``--threads`` OpenMP threads; with the default 1 the whole process is pinned to one
+     core first (XLA otherwise spreads its element-wise loops over every core, whatever
+     its flags say), so the engine, NumPy and JAX all compute on one core.
 Compile time: cold = first calls minus steady-state calls (forward + gradient), with a
 fresh SIMCORE_CACHE_DIR; warm = the same in a new process loading from that cache.
 
@@ -55,7 +57,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from experiments import bench_jax, bench_report  # noqa: E402
 from experiments.bench_timing import (best_of, copies, fit, ladder, load_average,  # noqa: E402
-                                      machine, max_rel_error, timed)
+                                      machine, max_rel_error, run_on_one_core, timed)
 
 RESULTS = ROOT / "experiments" / "results"
 RECURSION_LIMIT = 20_000     # see the docstring: a work-around for the engine's planner
@@ -289,8 +291,9 @@ def parse():
                     help="longest JAX gradient call to measure, seconds (default 8): "
                          "beyond, extrapolate from smaller sizes")
     ap.add_argument("--threads", type=int, default=1,
-                    help="engine OpenMP threads (default 1; 0: all cores); with 1, XLA is "
-                         "made single-threaded too, so both sides run on one core")
+                    help="engine OpenMP threads (default 1; 0: all cores); with 1 the whole "
+                         "process is pinned to one core, so the engine, NumPy and JAX each "
+                         "compute on that one core")
     ap.add_argument("--out", default=str(RESULTS), help="results folder")
     ap.add_argument("--update", action="store_true",
                     help="replace only these kernels' records in an existing bench.json "
@@ -301,6 +304,8 @@ def parse():
 
 def main():
     opts = parse()
+    if opts.threads == 1:
+        run_on_one_core()
     sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
     sizes = opts.sizes.split(",")
     if opts.warm_worker:

@@ -4,9 +4,30 @@ import math
 import os
 import platform
 import subprocess
+import sys
 import time
 
 import numpy as np
+
+
+ONE_CORE = "SIMCORE_BENCH_ONE_CORE"
+
+
+def run_on_one_core():
+    """Re-execute this script pinned to one core, unless it already is.
+
+    XLA's CPU runtime runs large element-wise loops on every core it may use, whatever
+    --xla_cpu_multi_thread_eigen says (measured: CPU time 2x wall on this 2-core machine),
+    and OpenBLAS starts its threads when NumPy is imported. Pinning the process before
+    anything starts (the affinity survives exec and every thread inherits it) puts the
+    engine, NumPy and JAX on the same single core."""
+    if os.environ.get(ONE_CORE) or not hasattr(os, "sched_setaffinity"):
+        return
+    core = min(os.sched_getaffinity(0))
+    os.sched_setaffinity(0, {core})
+    os.environ.update({ONE_CORE: str(core), "OPENBLAS_NUM_THREADS": "1",
+                       "OMP_NUM_THREADS": "1"})
+    os.execv(sys.executable, [sys.executable] + sys.argv)
 
 
 def copies(args):
@@ -121,7 +142,9 @@ def machine(jax=None, engine_options=None):
         info["engine_cflags"] = " ".join(engine_options.cflags)
         info["engine_threads"] = getattr(engine_options, "threads", None)
         info["engine_blas"] = getattr(engine_options, "blas", None)
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "XLA_FLAGS"):
+    if hasattr(os, "sched_getaffinity"):
+        info["cores_used"] = sorted(os.sched_getaffinity(0))
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "XLA_FLAGS", ONE_CORE):
         if os.environ.get(var):
             info[var] = os.environ[var]
     return info

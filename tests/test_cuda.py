@@ -183,7 +183,7 @@ def test_a_sequential_nest_runs_in_one_gpu_thread():
 
 
 def test_grid_kernels_push_and_pop_at_their_sequential_positions():
-    case = BY_NAME["softmax_rows"]
+    case = BY_NAME["row_broadcast"]
     src = sources(case.kernel, case.make_args(rng_for("s")), case.wrt)["backward"]
     assert "sc_tape[sc_t0 + sc_r * 1 + 0] = " in src                  # record: push
     assert "= sc_tape[sc_t0 - sc_r * 1 - 1];" in src                  # reverse: pop

@@ -12,6 +12,7 @@ Containers whose values no partial needs are never recorded (linear updates
 such as seidel-2d record nothing). Loops run backwards, conditions on integers
 are re-evaluated, loop variables are recomputed, never stored.
 """
+import itertools
 from dataclasses import dataclass, replace
 
 import sympy as sp
@@ -19,8 +20,8 @@ import sympy as sp
 from ..analysis.activity import active_containers, written_containers
 from ..sdfg.nodes import (SDFG, ConditionalRegion, Container, Guard, LoopRegion, MapScope,
                           MatMul, Memlet, Pop, Push, Sequence, State, Tasklet,
-                          condition_containers, every_element, library_nodes, tasklets,
-                          walk)
+                          condition_containers, every_element, guarded_branches,
+                          library_nodes, tasklets, walk)
 from ..codegen.c import counted_loop
 from .gather import gather
 from .partials import partial
@@ -61,7 +62,8 @@ class Adjoint:
 def differentiate(sdfg, wrt, outputs) -> Adjoint:
     """A container is recorded in a region when that region writes it and its values are
     needed by the reverse sweep of that region or of an earlier one; values needed only
-    after a container's last write are read from memory as the forward left it."""
+    after a container's last write are read from memory as the forward left it. Within
+    a region read only there, writes before its first reader keep their values too."""
     active = active_containers(sdfg, wrt, outputs)
     containers = dict(sdfg.containers)
     for name in sorted(active):
@@ -74,10 +76,12 @@ def differentiate(sdfg, wrt, outputs) -> Adjoint:
         body = Sequence(part)
         mk = lambda b: sdfg.replace(body=b, containers=containers)   # noqa: E731
         reads, writes = _accesses(body, sdfg.containers)
+        earlier = set(readers)
         for name, rs in readers_by[k].items():
-            readers.setdefault(name, set()).update(rs)
-        recorded = _Recorded({n: frozenset(readers[n]) if _self_covered(n, readers[n]) else None
-                              for n in readers.keys() & writes})
+            readers.setdefault(name, set()).update(node for node, _ in rs)
+        claims = _claims(body, active, readers_by[k], earlier)
+        recorded = _Recorded(_pushed(body, readers_by[k], readers, earlier, writes, claims),
+                             claims)
         recorded_any |= recorded.names
         regions.append(Region(_describe(part, k), mk(body),
                               mk(_record(body, recorded, containers)),
@@ -87,6 +91,71 @@ def differentiate(sdfg, wrt, outputs) -> Adjoint:
     needed = set().union(*readers_by)
     return Adjoint(tuple(regions), containers, active, frozenset(recorded_any),
                    bool(needed & written_containers(sdfg)))
+
+
+def _pushed(body, own, readers, earlier, writes, claims):
+    """_Recorded.by_name for one region: the containers it writes that some reverse partial
+    reads, each with None (every write pushes) or the ids of the writing nodes that must.
+    Max/min reductions (``claims``) never push: their reverse reads the final value."""
+    by_name = {}
+    for name in readers.keys() & writes:
+        only = None
+        if _self_covered(name, readers[name]):
+            only = frozenset(map(id, readers[name]))
+        if name not in earlier:         # the reverse restores back to the first reader only
+            first = min(key for _, key in own[name])
+            late = frozenset(id(node) for node, key in _writers(body, name) if key >= first)
+            only = late if only is None else only & late
+        if only is None and any(id(node) in claims for node, _ in _writers(body, name)):
+            only = frozenset(id(node) for node, _ in _writers(body, name))
+        if only is not None:
+            only -= claims
+        if only is None or only:
+            by_name[name] = only
+    return by_name
+
+
+def _claims(body, active, own, earlier):
+    """ids of the max/min reductions of ``body`` reversed without a record: ``acc =
+    max(acc, v)`` where nothing else in the loop nest around it touches ``acc`` and no
+    reverse partial needs ``acc`` from before it (``own``, ``earlier``: see _pushed).
+    Run after run on one element, the final ``acc`` is the largest ``v``; its adjoint
+    goes to the first ``v`` met in the reverse that equals the ``acc`` in memory (then
+    zero: later equal values get nothing), else stays ``acc``'s. Memory holds the final
+    ``acc`` there, or a larger value only once the adjoint is already zero."""
+    groups = {}
+    for node, key in _ordered(body):
+        groups.setdefault(key, []).append(node)
+    verdict = {}
+    for key, members in groups.items():
+        for t in members:
+            if isinstance(t, Tasklet) and _reduction_operand(t) is not None:
+                acc = t.outputs[0][0].data
+                ok = acc in active and acc not in earlier and min(
+                    (k for _, k in own.get(acc, ())), default=key) == key and not any(
+                    u is not t and acc in _touched(u) for u in members)
+                verdict[id(t)] = verdict.get(id(t), True) and ok
+    return frozenset(k for k, ok in verdict.items() if ok)
+
+
+def _reduction_operand(t):
+    """For ``acc = max(acc, v)`` / ``min``: (the connector reading ``acc``, ``v``); else None."""
+    if len(t.outputs) != 1:
+        return None
+    out, expr = t.outputs[0]
+    if out.wcr or not isinstance(expr, (sp.Max, sp.Min)) or len(expr.args) != 2:
+        return None
+    conns = t.connector_memlets()
+    own = [a for a in expr.args if conns.get(a) == out]
+    if len(own) != 1 or any(m.data == out.data for c, m in conns.items() if c != own[0]):
+        return None
+    return own[0], next(a for a in expr.args if a is not own[0])
+
+
+def _touched(node):
+    if isinstance(node, Tasklet):
+        return {m.data for _, m in node.inputs} | {m.data for m, _ in node.outputs}
+    return {node.out, node.a, node.b} if isinstance(node, MatMul) else set()
 
 
 def _partition(body):
@@ -139,32 +208,69 @@ def _accesses(region, containers):
     return frozenset(reads), frozenset(writes)
 
 
+def _ordered(body):
+    """(node, key) for every tasklet and matrix product of ``body``, maps' included, and
+    (Guard, key) for every branch condition, in program order. Keys grow with program
+    order; everything inside one loop shares its loop's key (each iteration's nodes run
+    after the previous one's). A map's tasklets keep their order: each point runs them in
+    order, reads only what it writes itself, and is reversed on its own."""
+    counter = itertools.count()
+
+    def visit(region, key):
+        if isinstance(region, State):
+            for node in region.nodes:
+                for leaf in node.body if isinstance(node, MapScope) else (node,):
+                    yield leaf, next(counter) if key is None else key
+        elif isinstance(region, Sequence):
+            for element in region.elements:
+                yield from visit(element, key)
+        elif isinstance(region, LoopRegion):
+            yield from visit(region.body, next(counter) if key is None else key)
+        else:
+            for guard, branch in guarded_branches(region):
+                yield guard, next(counter) if key is None else key
+                yield from visit(branch, key)
+    yield from visit(body, None)
+
+
 def _readers(body, containers, active):
     """Containers whose values the reverse sweep of ``body`` reads, each with what reads
-    them: the active tasklets some partial of which reads the container, or None for a
-    decision on data or a matrix product (d(ab) = da b + a db)."""
+    them and where (see _ordered): the active tasklets some partial of which reads the
+    container, or None for a decision on data or a matrix product (d(ab) = da b + a db)."""
     readers = {}
-    for _, context in walk(body):
-        for region in context:
-            if isinstance(region, Guard):
-                for name in condition_containers(region.condition, containers):
-                    readers.setdefault(name, set()).add(None)
-    for t, _, _ in tasklets(body):
-        conns = t.connector_memlets()
-        for memlet, expr in t.outputs:
-            if memlet.data not in active:
-                continue
-            for conn in expr.free_symbols & conns.keys():
-                if conns[conn].data in active:
-                    d = partial(expr, conn)
-                    for s in d.free_symbols & conns.keys():
-                        readers.setdefault(conns[s].data, set()).add(t)
-    for mm in library_nodes(body):
-        if mm.out in active:
-            for name in ({mm.b} if mm.a in active else set()) | ({mm.a} if mm.b in active
-                                                                 else set()):
-                readers.setdefault(name, set()).add(None)
+    for node, key in _ordered(body):
+        if isinstance(node, Guard):
+            for name in condition_containers(node.condition, containers):
+                readers.setdefault(name, set()).add((None, key))
+        elif isinstance(node, MatMul):
+            if node.out in active:
+                for name in ({node.b} if node.a in active else set()) | (
+                        {node.a} if node.b in active else set()):
+                    readers.setdefault(name, set()).add((None, key))
+        else:
+            for name in _partial_reads(node, active):
+                readers.setdefault(name, set()).add((node, key))
     return readers
+
+
+def _partial_reads(t, active):
+    """Containers some partial derivative of the active tasklet ``t`` reads."""
+    conns = t.connector_memlets()
+    for memlet, expr in t.outputs:
+        if memlet.data not in active:
+            continue
+        for conn in expr.free_symbols & conns.keys():
+            if conns[conn].data in active:
+                for s in partial(expr, conn).free_symbols & conns.keys():
+                    yield conns[s].data
+
+
+def _writers(body, name):
+    """(node, key) for every node of ``body`` that writes ``name``."""
+    for node, key in _ordered(body):
+        if isinstance(node, MatMul) and node.out == name or isinstance(node, Tasklet) and any(
+                m.data == name for m, _ in node.outputs):
+            yield node, key
 
 
 def _self_covered(name, readers):
@@ -183,8 +289,10 @@ def _self_covered(name, readers):
 @dataclass(frozen=True)
 class _Recorded:
     """Which writes push the element they overwrite: for each recorded container, None
-    (every write) or the tasklets whose writes alone need it (see _self_covered)."""
+    (every write) or the ids of the nodes whose writes alone need it (see _pushed);
+    ``claims``: ids of the max/min reductions reversed without a record (see _claims)."""
     by_name: dict
+    claims: frozenset = frozenset()
 
     @property
     def names(self):
@@ -192,7 +300,7 @@ class _Recorded:
 
     def pushes(self, node, memlet):
         only = self.by_name.get(memlet.data, ())
-        return memlet.data in self.by_name and (only is None or node in only)
+        return memlet.data in self.by_name and (only is None or id(node) in only)
 
 
 # ---- recording forward -----------------------------------------------------------------
@@ -308,6 +416,8 @@ class _Reverser:
 
     def tasklet(self, t):
         """Restore, then propagate, for one forward tasklet (single output)."""
+        if id(t) in self.recorded.claims:
+            return self.claim(t)
         (out, expr), = t.outputs
         nodes = [Pop(out, t.line)] if self.recorded.pushes(t, out) else []
         if out.data not in self.active:
@@ -332,6 +442,25 @@ class _Reverser:
         if writes:
             nodes.append(Tasklet(tuple(inputs.items()), tuple(writes), t.line))
         return nodes
+
+    def claim(self, t):
+        """``acc = max(acc, v)`` backwards (see _claims): where ``v`` equals ``acc``, ``v``'s
+        inputs take ``acc``'s adjoint and ``acc``'s becomes zero."""
+        (out, _), = t.outputs
+        own, value = _reduction_operand(t)
+        conns = t.connector_memlets()
+        hit = sp.Eq(value, own)
+        inputs = {G: Memlet(adjoint_name(out.data), out.subset), own: out}
+        writes = [(Memlet(adjoint_name(out.data), out.subset),
+                   sp.Piecewise((0, hit), (G, True)))]
+        for conn in sorted(value.free_symbols & conns.keys(), key=str):
+            m = conns[conn]
+            inputs[conn] = m
+            d = partial(value, conn)
+            if m.data in self.active and d != 0:
+                writes.append((Memlet(adjoint_name(m.data), m.subset, "sum"),
+                               sp.Piecewise((G * d, hit), (0, True))))
+        return [Tasklet(tuple(inputs.items()), tuple(writes), t.line)]
 
 
 def _empty(region):

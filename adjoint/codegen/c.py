@@ -63,6 +63,7 @@ void {0}(int, int, int, int64_t, int64_t, int64_t, double, const double *, int64
 ARGS = ("const int64_t *restrict sc_syms, void *const *restrict sc_data, "
         "double *restrict sc_tape, int64_t sc_tp, int64_t sc_cap")
 CHECK_SIGNATURE = "int sc_check(const int64_t *restrict sc_syms, int64_t *restrict sc_count)"
+REDUCTION_OPS = {"sum": "+", "max": "max", "min": "min"}     # wcr -> OpenMP reduction
 PARALLEL_WORK = 32768   # iterations below which a parallel construct runs on one thread
 COUNTS = 4      # per region in sc_check's output: pushes, work, most pushes per iteration, trips
 C_TYPES = {"float64": "double", "float32": "float", "int64": "int64_t", "int32": "int32_t",
@@ -443,7 +444,9 @@ class _Generator:
 
     def _write(self, m, value):
         if m in self.accumulators:
-            self.emit(f"{self.accumulators[m]} += {value};")
+            acc = self.accumulators[m]
+            self.emit(f"{acc} += {value};" if m.wcr == "sum" else
+                      f"{acc} = f{m.wcr}({acc}, {value});")
             return
         op = "+=" if m.wcr == "sum" else "="
         if m in self.atomic:
@@ -470,14 +473,15 @@ class _Generator:
             self.close()
 
     def _reduction(self, var, body):
-        """(elements, tasklets) when an innermost loop over ``var`` adds into elements
-        fixed across its iterations (a dot product, a row sum: ``s += ...`` or ``y[i] +=
-        A[i, j] * x[j]``) and its iterations meet nowhere else: those elements are read
-        nowhere in the loop, every other write is to an element of the iteration's own,
-        accessed only there. The tasklets then write those additions as sums. Else None."""
+        """(elements, tasklets) when an innermost loop over ``var`` reduces into elements
+        fixed across its iterations (a dot product, a row sum or maximum: ``s += ...``,
+        ``y[i] += A[i, j] * x[j]``, ``m = max(m, x[j])``) and its iterations meet nowhere
+        else: those elements are read nowhere in the loop, every other write is to an
+        element of the iteration's own, accessed only there. The tasklets then write
+        those updates as reductions (a memlet's ``wcr``: sum, max or min). Else None."""
         if not self.simd_sums or not body or not all(isinstance(t, Tasklet) for t in body):
             return None
-        body = [_as_sum(t) for t in body]
+        body = [_as_reduction(t) for t in body]
         sums, own = [], {}
         for t in body:
             for m, _ in t.outputs:
@@ -496,24 +500,31 @@ class _Generator:
         accessed = {}
         for t in body:
             for m in [m for _, m in t.inputs] + [m for m, _ in t.outputs]:
-                accessed.setdefault(m.data, set()).add(m.subset)
+                accessed.setdefault((m.data, m.subset), set()).add(m.wcr)
         if not sums or summed & own.keys() or any(
                 m.data in summed for t in body for _, m in t.inputs):
             return None
-        if any(len(accessed[name]) > 1 for name in own):
+        if any(len(accessed[m.data, m.subset]) > 1 for m in sums):   # one operation each
+            return None
+        if any(len({sub for name, sub in accessed if name == n}) > 1 for n in own):
             return None
         return sums, body
 
     def _reduce(self, sums, body, open_loop):
-        """The loop with one local accumulator per element it sums into, added to the
-        element after the loop: ``omp simd reduction`` lets it vectorise (the sum is
-        reassociated across vector lanes, deterministically for a given machine)."""
+        """The loop with one local accumulator per element it reduces into, written to the
+        element after the loop: ``omp simd reduction`` lets it vectorise (a sum is
+        reassociated across vector lanes, deterministically for a given machine; a
+        maximum or minimum is exact)."""
         self.open("")
         names = {}
         for m in sums:
             names[m] = f"sc_acc{len(self.accumulators) + len(names)}"
-            self.emit(f"{C_TYPES[self.shapes[m.data].dtype.name]} {names[m]} = 0;")
-        self.emit(f"#pragma omp simd reduction(+:{', '.join(names.values())})")
+            start = "0" if m.wcr == "sum" else self.access(m)
+            self.emit(f"{C_TYPES[self.shapes[m.data].dtype.name]} {names[m]} = {start};")
+        for op in ("sum", "max", "min"):
+            accs = [names[m] for m in sums if m.wcr == op]
+            if accs:
+                self.emit(f"#pragma omp simd reduction({REDUCTION_OPS[op]}:{', '.join(accs)})")
         open_loop()
         outer, self.accumulators = self.accumulators, {**self.accumulators, **names}
         for t in body:
@@ -521,7 +532,7 @@ class _Generator:
         self.accumulators = outer
         self.close()
         for m, name in names.items():
-            self._write(m, name)
+            self._write(m if m.wcr == "sum" else Memlet(m.data, m.subset), name)
         self.close()
 
     def _parallel_map(self, node, condition):
@@ -604,19 +615,24 @@ def _neighbour(read, write, innermost):
     return True
 
 
-def _as_sum(t):
-    """A tasklet ``x = x + f`` (its only output, ``x`` read only there) as ``x += f``."""
+def _as_reduction(t):
+    """A tasklet ``x = x + f`` / ``max(x, f)`` / ``min(x, f)`` (its only output, ``x``
+    read only there) as an update of ``x`` whose memlet's ``wcr`` names the operation."""
     if len(t.outputs) != 1 or t.outputs[0][0].wcr:
         return t
     (m, expr), = t.outputs
     own = [c for c, i in t.inputs if i == m]
     if len(own) != 1 or any(i.data == m.data and i != m for _, i in t.inputs):
         return t
-    rest = sp.expand(expr - own[0])
+    if isinstance(expr, (sp.Max, sp.Min)) and len(expr.args) == 2 and own[0] in expr.args:
+        op, rest = ("max" if isinstance(expr, sp.Max) else "min"), expr.args[
+            1 - expr.args.index(own[0])]
+    else:
+        op, rest = "sum", sp.expand(expr - own[0])
     if own[0] in rest.free_symbols:
         return t
     inputs = tuple((c, i) for c, i in t.inputs if c != own[0])
-    return Tasklet(inputs, ((Memlet(m.data, m.subset, "sum"), rest),), t.line)
+    return Tasklet(inputs, ((Memlet(m.data, m.subset, op), rest),), t.line)
 
 
 def _tasklets_only(region):

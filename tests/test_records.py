@@ -1,0 +1,144 @@
+"""What the recording forward pushes, and the gradients that come out without it.
+
+A write is recorded only when a reverse partial reads the container at or after it in
+program order (the reverse restores back to the first reader only), and a max/min
+reduction ``acc = max(acc, v)`` is reversed from the final ``acc`` without any record.
+Every gradient here is checked against central finite differences or a hand derivation.
+"""
+import numpy as np
+
+from adjoint import float64, grad, kernel, symbol
+from adjoint.sdfg.nodes import MapScope, Push, walk
+from corpus_arrays import CASES_BY_NAME
+from kernel_testing import (arg_names, assert_arrays_close, fd_gradient, rng_for,
+                            run_reference)
+
+N = symbol("N")
+M = symbol("M")
+
+
+def pushed(k, args, wrt):
+    """The containers the recording forward pushes, one entry per Push node."""
+    spec = k.specialize(args)
+    adj = spec.backward(frozenset(wrt), frozenset({"__return"})).adjoint
+    nodes = [leaf for r in adj.regions for node, _ in walk(r.record.body)
+             for leaf in (node.body if isinstance(node, MapScope) else (node,))]
+    return sorted(node.memlet.data for node in nodes if isinstance(node, Push))
+
+
+def check_fd(k, args, wrt, rtol=1e-6):
+    names = arg_names(k)
+    index_of = {n: i for i, n in enumerate(names)}
+    loss = lambda a: run_reference(k, a)[0]            # noqa: E731
+    got = grad(k, wrt=wrt)(*args)
+    got = got if isinstance(got, tuple) else (got,)
+    for name, g in zip((wrt,) if isinstance(wrt, str) else wrt, got):
+        assert_arrays_close(g, fd_gradient(loss, args, index_of, name), rtol, what=name)
+
+
+def test_writes_before_their_first_reader_are_not_recorded():
+    """gesummv: ``tmp``, the row sums and ``y`` are written before any partial reads
+    them (the sums' partials read ``A``, ``B``, ``x``): nothing is pushed. Before, every
+    ``sum2[i] += B[i, j] x[j]`` pushed (N*N values)."""
+    case = CASES_BY_NAME["gesummv_vec"]
+    args = case.make_args(rng_for("records-gesummv"))
+    assert pushed(case.kernel, args, case.wrt) == []
+    check_fd(case.kernel, args, ("A", "x", "alpha", "beta"))
+
+
+def test_in_a_map_only_writes_after_a_reader_are_recorded():
+    """masked_updates' statements fuse into one map. ``x[x > 1] *= 0.5`` reads the ``x``
+    it overwrites, ``y[y > 0.5] = ...`` the ``y`` it overwrites: pushed. The first
+    write of ``y`` and the mask ``m`` come before their readers: not pushed."""
+    case = CASES_BY_NAME["masked_updates"]
+    args = case.make_args(rng_for("records-masked"))
+    assert pushed(case.kernel, args, case.wrt) == ["x", "y"]
+    check_fd(case.kernel, args, ("x", "y"))
+
+
+@kernel
+def running_max(x: float64[N]) -> float:
+    m = x[0] * 2.0
+    s = 0.0
+    for i in range(1, x.shape[0]):
+        m = max(m, x[i])
+        s += m * m                   # reads every intermediate maximum
+    return s + m
+
+
+@kernel
+def column_min(A: float64[N, M], w: float64[M]) -> float:
+    return np.sum(w * np.min(A, axis=0))
+
+
+@kernel
+def seeded_max(x: float64[N]) -> float:
+    m = 2.0 * x[0]
+    for i in range(1, x.shape[0]):
+        m = max(m, x[i])
+    return m
+
+
+@kernel
+def read_then_max(x: float64[N]) -> float:
+    m = x[0] * x[1]
+    s = m * m                        # needs m from before the reduction overwrites it
+    for i in range(2, x.shape[0]):
+        m = max(m, x[i])
+    return s + m
+
+
+@kernel
+def read_then_max_inside(x: float64[N]) -> float:
+    m = x[0] * x[1]
+    s = m * m
+    if x.shape[0] > 2:               # the loop is not a region of its own here
+        for i in range(2, x.shape[0]):
+            m = max(m, x[i])
+    return s + m
+
+
+def test_max_reduction_records_nothing():
+    """logsumexp and softmax rows: the running maximum is not pushed (it was N values)."""
+    for name in ("logsumexp", "softmax_rows"):
+        case = CASES_BY_NAME[name]
+        args = case.make_args(rng_for(f"records-{name}"))
+        assert pushed(case.kernel, args, case.wrt) == [], name
+        check_fd(case.kernel, args, case.wrt[0])
+
+
+def test_min_over_an_axis():
+    A = rng_for("records-colmin").standard_normal((6, 4))
+    w = rng_for("records-colmin-w").standard_normal(4)
+    assert pushed(column_min, (A, w), ("A",)) == []
+    g = grad(column_min, wrt="A")(A, w)
+    want = np.zeros_like(A)
+    want[A.argmin(axis=0), np.arange(4)] = w
+    assert_arrays_close(g, want, 1e-15, what="d min")
+
+
+def test_the_starting_value_keeps_the_derivative_when_it_wins():
+    x = np.array([3.0, 1.0, 5.0, 2.0])          # 2 * 3 = 6 beats every later value
+    assert_arrays_close(grad(seeded_max, wrt="x")(x), np.array([2.0, 0, 0, 0]), 0,
+                        what="seed wins")
+    x = np.array([1.0, 4.0, 5.0, 2.0])          # 5 wins
+    assert_arrays_close(grad(seeded_max, wrt="x")(x), np.array([0, 0, 1.0, 0]), 0,
+                        what="x[2] wins")
+
+
+def test_a_maximum_read_inside_its_loop_is_recorded():
+    """``s += m * m`` reads every intermediate maximum: the reduction is reversed
+    step by step from the record, not from the final value."""
+    x = rng_for("records-running").standard_normal(7)
+    assert "m" in pushed(running_max, (x,), ("x",))
+    check_fd(running_max, (x,), "x")
+
+
+def test_a_maximum_read_before_its_reduction_is_recorded():
+    """``s = m * m`` reads the ``m`` the reduction then overwrites: its reverse needs that
+    value back, so the reduction records (in a region of its own or in the same one)."""
+    for k, salt in ((read_then_max, 0), (read_then_max_inside, 1)):
+        for x in (np.array([2.0, 1.5, 0.5, 1.0, 2.5]),       # the reduction starts ahead
+                  rng_for("records-read-first", salt).standard_normal(6)):
+            assert "m" in pushed(k, (x,), ("x",))
+            check_fd(k, (x,), "x")
