@@ -141,3 +141,15 @@ def test_a_scalar_private_to_an_inner_loop_is_private_to_the_outer_one():
     ref = np.zeros((80, 80))
     assert row_filter(A, out) == pytest.approx(row_filter.py_func(A, ref), rel=1e-12)
     np.testing.assert_allclose(out, ref, rtol=1e-12)
+
+
+def test_divisions_by_loop_invariants_are_grouped_for_hoisting():
+    """``g * dy**2 / (2 dx**2 + 2 dy**2)`` is printed with the fixed factors grouped, so
+    the C compiler can compute the quotient once per loop; cheap factors stay as they are."""
+    import sympy as sp
+    from adjoint.codegen.c import _factor_out
+    g, a, dx, dy = sp.symbols("g a dx dy", real=True)
+    (out,) = _factor_out([g * dy**2 / (2 * dx**2 + 2 * dy**2)], {dx, dy})
+    grouped = [u for u in sp.preorder_traversal(out) if isinstance(u, sp.UnevaluatedExpr)]
+    assert grouped and grouped[0].args[0] == dy**2 / (2 * dx**2 + 2 * dy**2)
+    assert _factor_out([3 * a * dx + g], {dx}) == [3 * a * dx + g]

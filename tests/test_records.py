@@ -142,3 +142,26 @@ def test_a_maximum_read_before_its_reduction_is_recorded():
                   rng_for("records-read-first", salt).standard_normal(6)):
             assert "m" in pushed(k, (x,), ("x",))
             check_fd(k, (x,), "x")
+
+
+@kernel
+def relax(p: float64[N], b: float64[N], nit: int, w: float) -> float:
+    for t in range(3):
+        for q in range(nit):                 # overwrites p, reads no p in any partial
+            p[1:-1] = 0.5 * (p[2:] + p[:-2]) - w * b[1:-1]
+        b[:] = b * p                          # reads p: p must come back per step
+    return np.sum(p * p)
+
+
+def test_an_inner_loop_that_only_overwrites_is_recorded_by_one_snapshot():
+    """p is pushed whole before the q loop (N values per step), not at each of its
+    nit * (N - 2) writes; the reverse pops it back after reversing the q loop."""
+    p, b = rng_for("records-relax").standard_normal((2, 9))
+    args = (p, b, 5, 0.3)
+    spec = relax.specialize(args)
+    adj = spec.backward(frozenset({"p", "b", "w"}), frozenset({"__return"})).adjoint
+    depths = [len(context) for r in adj.regions for node, context in walk(r.record.body)
+              for leaf in (node.body if isinstance(node, MapScope) else (node,))
+              if isinstance(leaf, Push) and leaf.memlet.data == "p"]
+    assert depths and all(d == 1 for d in depths)      # inside t only, never inside q
+    check_fd(relax, args, ("p", "b", "w"))

@@ -13,7 +13,7 @@ such as seidel-2d record nothing). Loops run backwards, conditions on integers
 are re-evaluated, loop variables are recomputed, never stored.
 """
 import itertools
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import sympy as sp
 
@@ -80,8 +80,9 @@ def differentiate(sdfg, wrt, outputs) -> Adjoint:
         for name, rs in readers_by[k].items():
             readers.setdefault(name, set()).update(node for node, _ in rs)
         claims = _claims(body, active, readers_by[k], earlier)
-        recorded = _Recorded(_pushed(body, readers_by[k], readers, earlier, writes, claims),
-                             claims)
+        recorded = _snapshots(body, _Recorded(_pushed(body, readers_by[k], readers, earlier,
+                                                      writes, claims), claims),
+                              sdfg.containers, active)
         recorded_any |= recorded.names
         regions.append(Region(_describe(part, k), mk(body),
                               mk(_record(body, recorded, containers)),
@@ -290,9 +291,13 @@ def _self_covered(name, readers):
 class _Recorded:
     """Which writes push the element they overwrite: for each recorded container, None
     (every write) or the ids of the nodes whose writes alone need it (see _pushed);
-    ``claims``: ids of the max/min reductions reversed without a record (see _claims)."""
+    ``claims``: ids of the max/min reductions reversed without a record (see _claims);
+    ``snapshots``: id of a loop -> containers pushed whole before it instead of by its
+    writes, ``covered``: those writes, as (id of the node, container) (see _snapshots)."""
     by_name: dict
     claims: frozenset = frozenset()
+    snapshots: dict = field(default_factory=dict)
+    covered: frozenset = frozenset()
 
     @property
     def names(self):
@@ -300,7 +305,64 @@ class _Recorded:
 
     def pushes(self, node, memlet):
         only = self.by_name.get(memlet.data, ())
-        return memlet.data in self.by_name and (only is None or id(node) in only)
+        return memlet.data in self.by_name and (only is None or id(node) in only) and (
+            id(node), memlet.data) not in self.covered
+
+
+def _snapshots(body, recorded, containers, active):
+    """Containers to push whole before a nested loop rather than at each write inside it:
+    those the loop overwrites again and again (a pressure solve's ``p`` every inner
+    iteration) and no reverse partial inside it reads. Its reverse then needs none of
+    their values; popping the snapshot after it restores them. Loops directly in the
+    region are left alone (the store/recompute plan runs those in segments)."""
+    snapshots, covered = {}, set()
+
+    def visit(region, depth, taken):
+        if isinstance(region, Sequence):
+            for element in region.elements:
+                visit(element, depth, taken)
+        elif isinstance(region, ConditionalRegion):
+            for _, branch in region.branches:
+                visit(branch, depth, taken)
+        elif isinstance(region, LoopRegion):
+            names = () if depth == 0 else _snapshot_names(region, recorded, containers,
+                                                          active, taken)
+            if names:
+                snapshots[id(region)] = names
+                covered.update((id(t), n) for n in names for t, _ in _writers(region.body, n))
+            visit(region.body, depth + 1, taken | set(names))
+    visit(body, 0, frozenset())
+    return replace(recorded, snapshots=snapshots, covered=frozenset(covered))
+
+
+def _snapshot_names(loop, recorded, containers, active, taken):
+    read = _readers(loop.body, containers, active)
+    names = []
+    for name in sorted(recorded.names - taken - read.keys()):
+        writes = [t for t, _ in _writers(loop.body, name) if recorded.pushes(t, Memlet(name))]
+        if writes and _rewrites(loop, writes, name, containers[name]):
+            names.append(name)
+    return tuple(names)
+
+
+def _rewrites(loop, writes, name, container):
+    """Whether ``loop``'s iterations overwrite the same elements of ``name``, a block of
+    its full rank each (or the scalar): then one snapshot costs no more than a trip."""
+    inner = {loop.var} | {v for node, context in walk(loop.body) for v in
+                          [r.var for r in context if isinstance(r, LoopRegion)] +
+                          list(node.params if isinstance(node, MapScope) else ())}
+    spans = []
+    for t in writes:
+        if isinstance(t, MatMul):
+            spans.append(len(container.shape))
+            continue
+        for m, _ in t.outputs:
+            if m.data == name:
+                used = set().union(*(e.free_symbols for e in m.subset)) & inner
+                if loop.var in used:
+                    return False
+                spans.append(len(used))
+    return max(spans) == len(container.shape)
 
 
 # ---- recording forward -----------------------------------------------------------------
@@ -308,8 +370,14 @@ def _record(region, recorded, containers):
     if isinstance(region, Sequence):
         return Sequence(tuple(_record(e, recorded, containers) for e in region.elements))
     if isinstance(region, LoopRegion):
-        return replace(region, body=_record(region.body, recorded, containers),
+        loop = replace(region, body=_record(region.body, recorded, containers),
                        tape_trips=region.exit is not None)
+        names = recorded.snapshots.get(id(region), ())
+        if not names:
+            return loop
+        pushes = [n for name in names for n in every_element(
+            containers[name], lambda m: (Push(m, region.line),), region.line)]
+        return Sequence((State(tuple(pushes)), loop))
     if isinstance(region, ConditionalRegion):
         return ConditionalRegion(tuple((c, _record(b, recorded, containers))
                                        for c, b in region.branches), region.line)
@@ -343,8 +411,11 @@ class _Reverser:
             parts = [self.region(e) for e in reversed(region.elements)]
             return Sequence(tuple(p for p in parts if not _empty(p)))
         if isinstance(region, LoopRegion):
-            return replace(region, body=self.region(region.body), reverse=not region.reverse,
+            loop = replace(region, body=self.region(region.body), reverse=not region.reverse,
                            tape_trips=False)
+            names = self.recorded.snapshots.get(id(region), ())
+            return Sequence((loop, *(self.restore(self.containers[n], region.line)
+                                     for n in reversed(names)))) if names else loop
         if isinstance(region, ConditionalRegion):
             return ConditionalRegion(tuple((c, self.region(b)) for c, b in region.branches),
                                      region.line)
@@ -369,16 +440,18 @@ class _Reverser:
                     if pending:
                         elements.append(State(tuple(pending), state.label))
                         pending = []
-                    restore = every_element(self.containers[node.out],
-                                            lambda m: (Pop(m, node.line),), node.line)
-                    elements.append(self._map_as_loops(restore[0]) if isinstance(
-                        restore[0], MapScope) else State(restore))
+                    elements.append(self.restore(self.containers[node.out], node.line))
                 pending += self.matmul(node)
             else:
                 pending += self.tasklet(node)
         if pending:
             elements.append(State(tuple(pending), state.label))
         return elements[0] if len(elements) == 1 else Sequence(tuple(elements))
+
+    def restore(self, container, line):
+        """Pop every element of ``container``, in the reverse of every_element's order."""
+        pops = every_element(container, lambda m: (Pop(m, line),), line)
+        return self._map_as_loops(pops[0]) if isinstance(pops[0], MapScope) else State(pops)
 
     def matmul(self, mm):
         """out = op(a) op(b): a's adjoint += gout op(b)^T, b's += op(a)^T gout, then

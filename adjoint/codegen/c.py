@@ -434,6 +434,10 @@ class _Generator:
         self.value.late = {c for c, m in t.inputs
                            if any(_neighbour(m, o, self.loop_vars[-1:]) for o, _ in t.outputs)}
         exprs = [e for _, e in t.outputs]
+        if self.loop_vars:
+            fixed = {c for c, m in t.inputs
+                     if not any(set(self.loop_vars) & e.free_symbols for e in m.subset)}
+            exprs = _factor_out(exprs, fixed)
         temps, exprs = sp.cse(exprs, symbols=sp.numbered_symbols("__t", real=True))
         for sym, e in temps:
             self.emit(f"const double {c_name(sym, self.names)} = {self.value.doprint(e)};")
@@ -633,6 +637,30 @@ def _as_reduction(t):
         return t
     inputs = tuple((c, i) for c, i in t.inputs if c != own[0])
     return Tasklet(inputs, ((Memlet(m.data, m.subset, op), rest),), t.line)
+
+
+def _factor_out(exprs, fixed):
+    """Each product's costly factors over ``fixed`` connectors (loaded from elements the
+    loop does not move over) grouped into one: ``g * (dy**2 / (2*dx**2 + 2*dy**2))``
+    instead of ``g * dy**2 / (...)``. C evaluates left to right and may not reassociate,
+    so only the grouped form lets the compiler hoist the division out of the loop: a
+    gathered stencil adjoint otherwise divides once per term and element."""
+    def costly(e):
+        return any(isinstance(a, sp.Function) or isinstance(a, sp.Pow) and not (
+            a.exp.is_Integer and a.exp > 0) for a in sp.preorder_traversal(e))
+
+    def visit(e):
+        if isinstance(e, sp.Add):
+            return sp.Add(*map(visit, e.args))
+        if not isinstance(e, sp.Mul):
+            return e
+        const = [a for a in e.args if a.free_symbols <= fixed]
+        rest = [visit(a) for a in e.args if not a.free_symbols <= fixed]
+        group = sp.Mul(*const)
+        if not rest or not costly(group):
+            return sp.Mul(*rest, group)
+        return sp.Mul(*rest, sp.UnevaluatedExpr(group))
+    return [visit(e) for e in exprs]
 
 
 def _tasklets_only(region):
