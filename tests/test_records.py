@@ -165,3 +165,13 @@ def test_an_inner_loop_that_only_overwrites_is_recorded_by_one_snapshot():
               if isinstance(leaf, Push) and leaf.memlet.data == "p"]
     assert depths and all(d == 1 for d in depths)      # inside t only, never inside q
     check_fd(relax, args, ("p", "b", "w"))
+
+
+def test_writes_over_a_pushed_whole_container_write_are_not_recorded():
+    """``lap = np.zeros_like(u)`` pushes the old ``lap`` whole; ``lap[1:-1] = ...`` then
+    overwrites zeros nobody reads: it pushes nothing (one value per element and step,
+    not two), and popping the zeros' record restores the step's starting ``lap``."""
+    case = CASES_BY_NAME["wave_temporaries"]
+    args = case.make_args(rng_for("records-wave"))
+    assert pushed(case.kernel, args, case.wrt) == ["lap"]
+    check_fd(case.kernel, args, case.wrt)

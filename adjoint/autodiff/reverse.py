@@ -80,8 +80,9 @@ def differentiate(sdfg, wrt, outputs) -> Adjoint:
         for name, rs in readers_by[k].items():
             readers.setdefault(name, set()).update(node for node, _ in rs)
         claims = _claims(body, active, readers_by[k], earlier)
-        recorded = _snapshots(body, _Recorded(_pushed(body, readers_by[k], readers, earlier,
-                                                      writes, claims), claims),
+        recorded = _Recorded(_pushed(body, readers_by[k], readers, earlier, writes, claims),
+                             claims)
+        recorded = _snapshots(body, _after_full_writes(body, recorded, sdfg.containers, active),
                               sdfg.containers, active)
         recorded_any |= recorded.names
         regions.append(Region(_describe(part, k), mk(body),
@@ -309,6 +310,67 @@ class _Recorded:
             id(node), memlet.data) not in self.covered
 
 
+def _after_full_writes(body, recorded, containers, active):
+    """Writes that need no push because a pushing write of the whole container came
+    before them and no reverse partial read it in between (``lap = np.zeros_like(u)``
+    then ``lap[1:-1] = ...``): nothing needs the values they overwrite, and popping the
+    whole-container write, later in the reverse, restores what came before it."""
+    covered = set()
+
+    def reads(region):
+        return set(_readers(region, containers, active))
+
+    def visit(elements, fresh):
+        for element in elements:
+            if isinstance(element, State):
+                for node in element.nodes:
+                    fresh -= reads(State((node,)))
+                    for t in node.body if isinstance(node, MapScope) else (node,):
+                        for name in _written(t) & fresh:
+                            covered.add((id(t), name))
+                    fresh |= {name for name in _written(node)
+                              if _whole(node, name, containers[name]) and
+                              recorded.pushes(_leaf(node), Memlet(name))}
+            else:           # a loop, a condition or a sequence: new writes may not run
+                fresh -= reads(element)
+                for inner in _inner_bodies(element):
+                    visit(inner.elements if isinstance(inner, Sequence) else (inner,),
+                          set(fresh))
+    visit(body.elements, set())
+    return replace(recorded, covered=recorded.covered | frozenset(covered))
+
+
+def _inner_bodies(region):
+    if isinstance(region, ConditionalRegion):
+        return [branch for _, branch in region.branches]
+    return [region.body] if isinstance(region, LoopRegion) else [region]
+
+
+def _written(node):
+    if isinstance(node, MatMul):
+        return {node.out}
+    nodes = node.body if isinstance(node, MapScope) else (node,)
+    return {m.data for t in nodes if isinstance(t, Tasklet) for m, _ in t.outputs}
+
+
+def _leaf(node):
+    return node.body[0] if isinstance(node, MapScope) and len(node.body) == 1 else node
+
+
+def _whole(node, name, container):
+    """Whether ``node`` writes every element of ``name``: a scalar, or a one-tasklet map
+    over exactly the container's index space, element (i, j, ...) at point (i, j, ...)."""
+    if isinstance(node, MatMul):
+        return False
+    if isinstance(node, Tasklet):
+        return not container.shape and any(m.data == name for m, _ in node.outputs)
+    t = _leaf(node)
+    return (isinstance(t, Tasklet) and len(t.outputs) == 1 and
+            t.outputs[0][0] == Memlet(name, node.params) and
+            tuple(node.ranges) == tuple((sp.Integer(0), n, sp.Integer(1))
+                                        for n in container.shape))
+
+
 def _snapshots(body, recorded, containers, active):
     """Containers to push whole before a nested loop rather than at each write inside it:
     those the loop overwrites again and again (a pressure solve's ``p`` every inner
@@ -332,7 +394,7 @@ def _snapshots(body, recorded, containers, active):
                 covered.update((id(t), n) for n in names for t, _ in _writers(region.body, n))
             visit(region.body, depth + 1, taken | set(names))
     visit(body, 0, frozenset())
-    return replace(recorded, snapshots=snapshots, covered=frozenset(covered))
+    return replace(recorded, snapshots=snapshots, covered=recorded.covered | covered)
 
 
 def _snapshot_names(loop, recorded, containers, active, taken):
