@@ -175,3 +175,25 @@ def test_writes_over_a_pushed_whole_container_write_are_not_recorded():
     args = case.make_args(rng_for("records-wave"))
     assert pushed(case.kernel, args, case.wrt) == ["lap"]
     check_fd(case.kernel, args, case.wrt)
+
+
+@kernel
+def scale_square_shift(A: float64[N, M], w: float64[N], B: float64[N, M]) -> float:
+    A *= w[:, np.newaxis]             # pushes A whole (d/dw reads it) ...
+    B[:] = A * A                      # ... and, in the same fused map, reads what it wrote
+    A[1:] = A[1:] - A[0]
+    return np.sum(B) + np.sum(A * A)
+
+
+def test_a_whole_write_read_later_in_its_own_map_keeps_the_next_write_recorded():
+    """row_broadcast: ``A[1:] = A[1:] - A[0]`` overwrites values no partial reads after
+    ``A *= w``'s whole-container push: no push. When the scaled values are read in the
+    same map (``B = A * A``), that overwrite must push them."""
+    case = CASES_BY_NAME["row_broadcast"]
+    args = case.make_args(rng_for("records-rows"))
+    assert pushed(case.kernel, args, case.wrt) == ["A"]
+    check_fd(case.kernel, args, case.wrt)
+    rng = rng_for("records-square")
+    args = (rng.standard_normal((4, 5)), rng.standard_normal(4), np.zeros((4, 5)))
+    assert pushed(scale_square_shift, args, ("A", "w")) == ["A", "A"]
+    check_fd(scale_square_shift, args, ("A", "w"))

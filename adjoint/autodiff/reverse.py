@@ -328,9 +328,8 @@ def _after_full_writes(body, recorded, containers, active):
                     for t in node.body if isinstance(node, MapScope) else (node,):
                         for name in _written(t) & fresh:
                             covered.add((id(t), name))
-                    fresh |= {name for name in _written(node)
-                              if _whole(node, name, containers[name]) and
-                              recorded.pushes(_leaf(node), Memlet(name))}
+                    fresh |= {name for name in _written(node) if _pushes_whole(
+                        node, name, containers[name], recorded, active)}
             else:           # a loop, a condition or a sequence: new writes may not run
                 fresh -= reads(element)
                 for inner in _inner_bodies(element):
@@ -353,22 +352,23 @@ def _written(node):
     return {m.data for t in nodes if isinstance(t, Tasklet) for m, _ in t.outputs}
 
 
-def _leaf(node):
-    return node.body[0] if isinstance(node, MapScope) and len(node.body) == 1 else node
-
-
-def _whole(node, name, container):
-    """Whether ``node`` writes every element of ``name``: a scalar, or a one-tasklet map
-    over exactly the container's index space, element (i, j, ...) at point (i, j, ...)."""
+def _pushes_whole(node, name, container, recorded, active):
+    """Whether ``node`` pushes, then writes, every element of ``name``, no partial of it
+    reading the values written: a scalar, or a map over exactly the container's index
+    space with a tasklet writing element (i, j, ...) at point (i, j, ...)."""
     if isinstance(node, MatMul):
         return False
     if isinstance(node, Tasklet):
-        return not container.shape and any(m.data == name for m, _ in node.outputs)
-    t = _leaf(node)
-    return (isinstance(t, Tasklet) and len(t.outputs) == 1 and
-            t.outputs[0][0] == Memlet(name, node.params) and
-            tuple(node.ranges) == tuple((sp.Integer(0), n, sp.Integer(1))
-                                        for n in container.shape))
+        return not container.shape and recorded.pushes(node, Memlet(name)) and any(
+            m.data == name for m, _ in node.outputs)
+    if tuple(node.ranges) != tuple((sp.Integer(0), n, sp.Integer(1)) for n in container.shape):
+        return False
+    for k, t in enumerate(node.body):
+        if isinstance(t, Tasklet) and recorded.pushes(t, Memlet(name)) and any(
+                m == Memlet(name, node.params) for m, _ in t.outputs):
+            return not any(name in set(_partial_reads(u, active)) for u in node.body[k + 1:]
+                           if isinstance(u, Tasklet))
+    return False
 
 
 def _snapshots(body, recorded, containers, active):
