@@ -86,6 +86,13 @@ def make_leapfrog(rng, n, steps):
     return rng.standard_normal(n), rng.standard_normal(n), 0.3 + 0.1 * rng.random(), steps
 
 
+def make_column_recurrence(rng, n):
+    """Entries in [0, 0.5), c <= 0.5: every row stays below 1 (a + c x^2 < 1 for x < 1).
+    The corpus factory's entries in [0, 1) overflow to inf for some draws from n ~ 150,
+    which spoiled the gradient check at the sizes JAX is extrapolated from."""
+    return 0.5 * rng.random((n, n - 2)), 0.3 + 0.2 * rng.random()
+
+
 def make_fdtd_2d(rng, n, T):
     return (rng.standard_normal((n, n + 1)), rng.standard_normal((n, n + 1)),
             rng.standard_normal((n, n + 1)), rng.standard_normal(T))
@@ -139,7 +146,7 @@ TABLE = [
     B("gemm", "loops", dict(n=40), dict(n=120)),
     B("roughness", "loops", dict(n=100_000), dict(n=2_000_000)),
     B("mirror_coupling", "loops", dict(n=100_000), dict(n=2_000_000)),
-    B("column_recurrence", "loops", dict(n=300), dict(n=1500)),
+    B("column_recurrence", "loops", dict(n=300), dict(n=1500), make=make_column_recurrence),
     B("powers", "loops", dict(n=100_000), dict(n=1_000_000)),
     B("clipped_update", "loops", dict(n=100_000), dict(n=1_000_000)),
     B("math_funcs", "loops", dict(n=30_000), dict(n=300_000)),
