@@ -179,3 +179,20 @@ def test_divisions_by_loop_invariants_are_grouped_for_hoisting():
     grouped = [u for u in sp.preorder_traversal(out) if isinstance(u, sp.UnevaluatedExpr)]
     assert grouped and grouped[0].args[0] == dy**2 / (2 * dx**2 + 2 * dy**2)
     assert _factor_out([3 * a * dx + g], {dx}) == [3 * a * dx + g]
+
+
+def test_flat_recording_loops_place_tape_values_by_iteration():
+    """leapfrog records x and y in its i loop: iteration k's values go to fixed slots
+    (sc_tp + c * n + k), not through a running sc_tp++, so the record loop has no chain
+    between iterations, and the reverse loop, whose only other link is the sum into
+    g_a, vectorises as a simd reduction."""
+    import re
+    from corpus import CASES_BY_NAME
+    from kernel_testing import rng_for
+    case = CASES_BY_NAME["leapfrog"]
+    spec = case.kernel.specialize(case.make_args(rng_for("slots")))
+    src = spec.backward(frozenset(case.wrt), frozenset({"__return"})).source
+    assert "sc_tape[sc_tp++]" not in src and "sc_tape[--sc_tp]" not in src
+    assert re.search(r"sc_tape\[sc_tp \+ 1 \* n\w+ \+ k\w+\] = v_x\[", src)
+    assert re.search(r"v_x\[\w+\] = sc_tape\[sc_tp \+ 1 \* n\w+ \+ k\w+\];", src)
+    assert "#pragma omp simd reduction(+:sc_acc0)" in src

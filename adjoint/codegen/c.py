@@ -143,6 +143,7 @@ def _dispatcher(n):
 
 class _Generator:
     simd_sums = True        # innermost sum loops as `omp simd reduction` (C with OpenMP)
+    slotted_tape = True     # flat loops push and pop at computed positions (see _slotted)
 
     def __init__(self, layout, unbounded=False, blas=None):
         self.layout, self.unbounded, self.blas = layout, unbounded, blas
@@ -157,6 +158,7 @@ class _Generator:
         self.functions = []         # shared loop nests of the entry being generated
         self.shared_count = 0
         self.printed = {}           # (container, subset) -> its C access
+        self.slots = None           # (trips, pushes or pops per iteration, counter, next)
 
     def emit(self, line):
         self.lines.append("    " * self.depth + line)
@@ -451,6 +453,8 @@ class _Generator:
             # independent iterations: a reversed loop may run forwards (unit stride)
             self._reduce(*reduction, lambda: self._open_loop(replace(loop, reverse=False)))
             return
+        if self._slotted(loop):
+            return
         if loop.tape_trips:
             self.open("")
             self.emit(f"int64_t n{var} = 0;")
@@ -466,7 +470,67 @@ class _Generator:
             self._push(f"(double)n{var}")
             self.close()
 
+    def _slotted(self, loop):
+        """An innermost counted loop whose body only pushes (or only pops) a fixed number
+        k of values per iteration, with tasklets between, and nothing else: iteration q's
+        c-th value goes to ``sc_tape[sc_tp + c * n + q]`` (n trips), and the tape
+        position moves once, by k n. Without the running ``sc_tp++`` the iterations no
+        longer depend on each other: the loop vectorises, the pushes as unit-stride stores.
+        The reverse loop mirrors its forward loop (same range, the pops in the reverse of
+        the pushes' order), so it finds each value at the same place. Returns whether it
+        generated the loop."""
+        nodes = _tasklets_only(loop.body, allow=(Push, Pop))
+        if not (self.slotted_tape and nodes and loop.exit is None and not loop.tape_trips
+                and not loop.segment and counted_loop(loop)):
+            return False
+        pushes = sum(isinstance(n, Push) for n in nodes)
+        pops = sum(isinstance(n, Pop) for n in nodes)
+        if not (pushes or pops) or (pushes and pops):
+            return False
+        var = c_name(loop.var, self.names)
+        a, b, s = (self.index.doprint(x) for x in (loop.start, loop.stop, loop.step))
+        k = pushes + pops
+        self.open("")
+        self.emit(f"const int64_t n{var} = sc_trip({a}, {b}, {s});")
+        if pushes and self.unbounded:
+            self.emit(f"if (sc_tp + {k} * n{var} > sc_cap) return -1;")
+        if pops:
+            self.emit(f"sc_tp -= {k} * n{var};")
+        self.slots = [f"n{var}", f"k{var}", k - 1 if pops else 0, -1 if pops else 1]
+        reduction = self._reduction(loop.var, [_as_access(n) for n in nodes]) \
+            if loop.step.is_number else None
+
+        def open_loop(forwards):
+            if forwards:
+                self.open(f"for (int64_t k{var} = 0; k{var} < n{var}; ++k{var})")
+            else:
+                self.open(f"for (int64_t k{var} = n{var} - 1; k{var} >= 0; --k{var})")
+            self.emit(f"const int64_t {var} = {a} + k{var} * ({s});")
+        if reduction:       # independent iterations but for the sums: forwards, vectorised
+            sums, body = reduction
+            self._reduce(sums, [n if isinstance(n, (Push, Pop)) else t
+                                for n, t in zip(nodes, body)], lambda: open_loop(True))
+        else:
+            open_loop(not loop.reverse)
+            self._private(loop)
+            self.region(loop.body)
+            self.close()
+        self.slots = None
+        if pushes:
+            self.emit(f"sc_tp += {k} * n{var};")
+        self.close()
+        return True
+
+    def _slot(self):
+        """The tape position of the next value pushed or popped in a slotted loop."""
+        trips, counter, slot, step = self.slots
+        self.slots[2] += step
+        return f"sc_tape[sc_tp + {slot} * {trips} + {counter}]"
+
     def _push(self, value):
+        if self.slots is not None:
+            self.emit(f"{self._slot()} = {value};")
+            return
         if self.unbounded:
             self.emit("if (sc_tp >= sc_cap) return -1;")
         self.emit(f"sc_tape[sc_tp++] = {value};")
@@ -496,9 +560,16 @@ class _Generator:
         if isinstance(node, Tasklet):
             self._tasklet(node)
         elif isinstance(node, MapScope):
+            # A recording map runs as the loops its reverse runs backwards (reverse.py:
+            # _map_as_loops), so that both place its tape values alike (see _slotted).
+            if self.slotted_tape and any(isinstance(n, (Push, Pop)) for n in node.body):
+                body = Sequence((State(node.body),))
+                for p, (a, b, s) in reversed(list(zip(node.params, node.ranges))):
+                    body = Sequence((LoopRegion(p, a, b, s, body, node.line),))
+                self.region(body)
             # Scatters (stencil adjoints) would need atomics, which on a few CPU cores
             # cost more than the extra cores give: they stay sequential here.
-            if node.parallel and not self.in_parallel and not shared_sums(node):
+            elif node.parallel and not self.in_parallel and not shared_sums(node):
                 volume = sp.Mul(*[(b - a) for a, b, _ in node.ranges])
                 worth = f"{self.index.doprint(volume)} >= {PARALLEL_WORK}"
                 if self.loop_vars:
@@ -512,7 +583,8 @@ class _Generator:
         elif isinstance(node, Push):
             self._push(self.access(node.memlet))
         elif isinstance(node, Pop):
-            self.emit(f"{self.access(node.memlet)} = sc_tape[--sc_tp];")
+            source = self._slot() if self.slots is not None else "sc_tape[--sc_tp]"
+            self.emit(f"{self.access(node.memlet)} = {source};")
         else:
             raise TypeError(f"cannot generate code for {node!r}")
 
@@ -784,12 +856,24 @@ def _factor_out(exprs, fixed):
     return [visit(e) for e in exprs]
 
 
-def _tasklets_only(region):
-    """The tasklets of a body made of states of tasklets only, else None."""
+def _as_access(node):
+    """A push as a tasklet reading its element, a pop as one writing it (for the checks
+    of _reduction); tasklets as they are."""
+    if isinstance(node, Push):
+        return Tasklet(((sp.Symbol("__pushed", real=True), node.memlet),), (), node.line)
+    if isinstance(node, Pop):
+        return Tasklet((), ((node.memlet, sp.Integer(0)),), node.line)
+    return node
+
+
+def _tasklets_only(region, allow=()):
+    """The tasklets (and nodes of the ``allow`` types) of a body made of states of those
+    only, else None."""
     if isinstance(region, Sequence):
-        parts = [_tasklets_only(e) for e in region.elements]
+        parts = [_tasklets_only(e, allow) for e in region.elements]
         return None if any(p is None for p in parts) else [t for p in parts for t in p]
-    if isinstance(region, State) and all(isinstance(n, Tasklet) for n in region.nodes):
+    if isinstance(region, State) and all(isinstance(n, (Tasklet, *allow))
+                                         for n in region.nodes):
         return list(region.nodes)
     return None
 
