@@ -135,6 +135,24 @@ def test_reverse_sweep_of_a_stencil_has_no_scatter(name):
         assert not _scatters(sdfg, sizes), f"{name}: a scatter is left in\n{sdfg.body}"
 
 
+def test_both_edges_of_a_dimension_are_one_nest():
+    """The two edges of a gathered dimension (one width) run as one nest over their side,
+    so the per-element tests of the edge terms are generated, and compiled, once."""
+    k, make, wrt = CASES["nonlinear2d"]
+    edge_terms = []
+    for sdfg in _reverse_sweeps(k, make(rng_for("edges"), 8), wrt):
+        for node, context in walk(sdfg.body):
+            variables = {r.var for r in context if isinstance(r, LoopRegion)}
+            if isinstance(node, Tasklet) and any(isinstance(g, Guard) and g.condition.free_symbols
+                                                 & variables for g in context):
+                edge_terms.append(context)
+    assert edge_terms
+    for context in edge_terms:
+        sides = [r for r in context if isinstance(r, LoopRegion) and
+                 r.var.name.startswith("__side_")]
+        assert len(sides) == 1 and (sides[0].start, sides[0].stop) == (0, 2)
+
+
 @pytest.mark.parametrize("n", [3, 4, 5, 9])
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_gathered_gradient_matches_finite_differences(name, n):

@@ -31,6 +31,15 @@ def row_norms(A: float64[N, N], out: float64[N]) -> float:
 
 
 @kernel
+def step_norms(A: float64[N, N], T: int) -> float:
+    total = 0.0
+    for t in range(T):
+        A[:, :] = 0.5 * A + 0.1 * np.sin(A)
+        total += np.sum(A * A)       # a sum into a scalar, inside a sequential loop
+    return total
+
+
+@kernel
 def seidel_row(A: float64[N, N]) -> float:
     total = 0.0
     for i in range(1, N - 1):
@@ -60,7 +69,8 @@ def test_dependence_analysis():
 
 @pytest.mark.parametrize("k,make", [
     (jacobi, lambda r: (r.random((240, 240)), np.zeros((240, 240)), 3)),
-    (row_norms, lambda r: (r.random((260, 260)), np.zeros(260)))], ids=["jacobi", "rows"])
+    (row_norms, lambda r: (r.random((260, 260)), np.zeros(260))),
+    (step_norms, lambda r: (r.random((260, 260)), 3))], ids=["jacobi", "rows", "steps"])
 def test_threads_change_only_the_rounding_of_sums(k, make, monkeypatch):
     args = make(np.random.default_rng(0))
     results = {}
@@ -86,7 +96,23 @@ def test_threads_change_only_the_rounding_of_sums(k, make, monkeypatch):
 def test_generated_code_uses_openmp_where_it_pays():
     jacobi(np.ones((5, 5)), np.ones((5, 5)), 1)
     source = next(iter(jacobi._specs.values())).forward.source
-    assert source.count("#pragma omp parallel for") == 1 and "if(" in source
+    # the loop over i and the map inside t: a plain `if` on the size; the final sum: a clause
+    assert source.count("#pragma omp parallel\n") == 2
+    assert source.count("#pragma omp parallel if(") == 1
+
+
+@pytest.mark.c_source
+def test_parallel_nests_inside_loops_are_generated_once():
+    """A parallel loop or map inside a sequential loop is one function, called on the
+    whole range below the work threshold and on each thread's share above it: there is
+    no serial copy of it for the C compiler to optimise a second time."""
+    jacobi(np.ones((5, 5)), np.ones((5, 5)), 1)
+    source = next(iter(jacobi._specs.values())).forward.source
+    stores = [line.strip().split(" = ")[0] for line in source.splitlines()
+              if line.lstrip().startswith(("v_A[", "v_B["))]
+    assert sorted(stores) == ["v_A[n_N*(i___m1_0 + 1) + i___m1_1 + 1]", "v_B[n_N*i_i + i_j]"]
+    for shared in ("sc_shared0(", "sc_shared1("):       # defined, called twice
+        assert source.count(shared) == 3
 
 
 @kernel
@@ -153,3 +179,20 @@ def test_divisions_by_loop_invariants_are_grouped_for_hoisting():
     grouped = [u for u in sp.preorder_traversal(out) if isinstance(u, sp.UnevaluatedExpr)]
     assert grouped and grouped[0].args[0] == dy**2 / (2 * dx**2 + 2 * dy**2)
     assert _factor_out([3 * a * dx + g], {dx}) == [3 * a * dx + g]
+
+
+def test_flat_recording_loops_place_tape_values_by_iteration():
+    """leapfrog records x and y in its i loop: iteration k's values go to fixed slots
+    (sc_tp + c * n + k), not through a running sc_tp++, so the record loop has no chain
+    between iterations, and the reverse loop, whose only other link is the sum into
+    g_a, vectorises as a simd reduction."""
+    import re
+    from corpus import CASES_BY_NAME
+    from kernel_testing import rng_for
+    case = CASES_BY_NAME["leapfrog"]
+    spec = case.kernel.specialize(case.make_args(rng_for("slots")))
+    src = spec.backward(frozenset(case.wrt), frozenset({"__return"})).source
+    assert "sc_tape[sc_tp++]" not in src and "sc_tape[--sc_tp]" not in src
+    assert re.search(r"sc_tape\[sc_tp \+ 1 \* n\w+ \+ k\w+\] = v_x\[", src)
+    assert re.search(r"v_x\[\w+\] = sc_tape\[sc_tp \+ 1 \* n\w+ \+ k\w+\];", src)
+    assert "#pragma omp simd reduction(+:sc_acc0)" in src

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field, replace
 import sympy as sp
 
 from ..analysis.parallel import injective
+from ..options import options
 from ..sdfg.nodes import (SEGMENT, ConditionalRegion, LoopRegion, MapScope, Memlet, Pop,
                           Sequence, State, Tasklet, index_loads)
 
@@ -352,14 +353,32 @@ def _emit(group, nest, line):
     union = [(min(spans[t][d][0] for t in terms), max(spans[t][d][1] for t in terms))
              for d in range(len(nest.vars))]
     for d in outer:
-        for edge in ((union[d][0], core[d][0]), (core[d][1], union[d][1])):
-            if sp.expand(edge[1] - edge[0]) == 0:
-                continue
-            bounds = core[:d] + [edge] + union[d + 1:]
-            body = tuple(_when(_inside(spans[t], union, nest.vars, d),
-                               State((_tasklet([t], nest.vars),)), line) for t in terms)
-            out.append(_loops(nest.vars, bounds, None, line, Sequence(body)))
+        body = Sequence(tuple(_when(_inside(spans[t], union, nest.vars, d),
+                                    State((_tasklet([t], nest.vars),)), line) for t in terms))
+        low, high = (union[d][0], core[d][0]), (core[d][1], union[d][1])
+        edges = [e for e in (low, high) if sp.expand(e[1] - e[0]) != 0]
+        if len(edges) == 2 and sp.expand(low[1] - low[0] - high[1] + high[0]) == 0 and \
+                options.device == "cpu":
+            out.append(_both_edges(nest, d, core, union, low, high, body, line))
+            continue
+        for edge in edges:
+            out.append(_loops(nest.vars, core[:d] + [edge] + union[d + 1:], None, line, body))
     return out
+
+
+def _both_edges(nest, d, core, union, low, high, body, line):
+    """The edges ``low`` and ``high`` of dimension ``d``, of one width, as one nest: a
+    loop over the side ``s`` (0, 1) moves dimension d's range from one to the other.
+    One copy of the edge code instead of two for the C compiler: its per-element tests
+    make it the costliest code to compile per line, and it runs on a few rows only.
+    (Not for CUDA: device analysis would see both sides write the same elements and
+    make the edge kernels atomic.)"""
+    v = nest.vars[d]
+    s = sp.Symbol(f"__side_{v.name}", integer=True)
+    edge = (low[0] + s * (high[0] - low[0]), low[1] + s * (high[1] - low[1]))
+    inner = _loops(nest.vars[d:], [edge] + union[d + 1:], None, line, body)
+    sides = LoopRegion(s, sp.Integer(0), sp.Integer(2), sp.Integer(1), Sequence((inner,)), line)
+    return _loops(nest.vars[:d], core[:d], None, line, Sequence((sides,)))
 
 
 def _inside(span, union, variables, first):

@@ -15,6 +15,7 @@ entry returns the tape position it ends at, or -1 when a loop of unbounded trip 
 COUNTS numbers per counted region. Addresses are computed directly from memlets;
 nothing is checked inside loops (see analysis.bounds).
 """
+import re
 from dataclasses import dataclass, replace
 
 import sympy as sp
@@ -53,6 +54,19 @@ static inline int64_t sc_trip(int64_t a, int64_t b, int64_t s)
 static inline double sc_sign(double x) { return (double)((x > 0) - (x < 0)); }
 /* subgradient convention at kinks: the mean of the one-sided derivatives */
 static inline double sc_heaviside(double x) { return x > 0 ? 1.0 : (x < 0 ? 0.0 : 0.5); }
+/* this thread's iterations [*k0, *k1) of n, divided as schedule(static) does */
+static inline void sc_share(int64_t n, int64_t *k0, int64_t *k1)
+{ int64_t t = omp_get_thread_num(), nt = omp_get_num_threads(), q = n / nt, r = n % nt;
+  *k0 = t * q + (t < r ? t : r); *k1 = *k0 + q + (t < r); }
+/* a loop nest shared by its serial and threaded callers stays one copy: no inlining,
+   no clone specialised on the serial caller's constant bounds */
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 8
+#define SC_SHARED __attribute__((noipa))
+#elif defined(__GNUC__)
+#define SC_SHARED __attribute__((noinline))
+#else
+#define SC_SHARED
+#endif
 """
 
 BLAS_PROTOTYPE = """/* row-major cblas dgemm with 64-bit integers (OpenBLAS for Python packaging) */
@@ -65,6 +79,8 @@ ARGS = ("const int64_t *restrict sc_syms, void *const *restrict sc_data, "
 CHECK_SIGNATURE = "int sc_check(const int64_t *restrict sc_syms, int64_t *restrict sc_count)"
 REDUCTION_OPS = {"sum": "+", "max": "max", "min": "min"}     # wcr -> OpenMP reduction
 PARALLEL_WORK = 32768   # iterations below which a parallel construct runs on one thread
+# A thread's share [k0, k1) of a shared nest's outermost iterations (see _Generator._shared).
+CHUNK = (sp.Symbol("__chunk0", integer=True), sp.Symbol("__chunk1", integer=True))
 COUNTS = 4      # per region in sc_check's output: pushes, work, most pushes per iteration, trips
 C_TYPES = {"float64": "double", "float32": "float", "int64": "int64_t", "int32": "int32_t",
            "bool": "uint8_t"}
@@ -127,10 +143,11 @@ def _dispatcher(n):
 
 class _Generator:
     simd_sums = True        # innermost sum loops as `omp simd reduction` (C with OpenMP)
+    slotted_tape = True     # flat loops push and pop at computed positions (see _slotted)
 
     def __init__(self, layout, unbounded=False, blas=None):
         self.layout, self.unbounded, self.blas = layout, unbounded, blas
-        self.names = layout.names()
+        self.names = {**layout.names(), CHUNK[0]: "sc_k0", CHUNK[1]: "sc_k1"}
         self.value = CPrinter(self.names, load=self._load)
         self.index = CPrinter(self.names, index=True, load=self._load)
         self.shapes = {c.name: c for c in layout.containers}
@@ -138,6 +155,10 @@ class _Generator:
         self.loop_vars = []
         self.in_parallel, self.atomic = False, set()
         self.accumulators = {}      # memlet -> local accumulator of a vectorised sum
+        self.functions = []         # shared loop nests of the entry being generated
+        self.shared_count = 0
+        self.printed = {}           # (container, subset) -> its C access
+        self.slots = None           # (trips, pushes or pops per iteration, counter, next)
 
     def emit(self, line):
         self.lines.append("    " * self.depth + line)
@@ -152,14 +173,15 @@ class _Generator:
 
     # ---- entry points ---------------------------------------------------------------
     def entry(self, k, sdfg):
-        self.lines, self.depth = [], 0
+        """The entry point's C, after the shared loop nests it calls."""
+        self.lines, self.depth, self.functions = [], 0, []
         self.open(f"static int64_t sc_entry{k}({ARGS})")
         self._unpack()
         self.region(sdfg.body)
         self.emit("(void)sc_tape; (void)sc_cap;")
         self.emit("return sc_tp;")
         self.close()
-        return "\n".join(self.lines) + "\n"
+        return "\n".join(self.functions + ["\n".join(self.lines) + "\n"])
 
     def check_entry(self, checks, counted):
         self.lines, self.depth = [], 0
@@ -278,6 +300,14 @@ class _Generator:
         if not worth:
             self._sequential_loop(loop)
             return
+        if len(self.loop_vars) > 1 and not loop.segment and not _uses_tape(loop.body):
+            a, b, s = (self.index.doprint(x) for x in (loop.start, loop.stop, loop.step))
+            # independent iterations: a reversed loop may run its share forwards
+            share = replace(loop, start=loop.start + CHUNK[0] * loop.step,
+                            stop=loop.start + CHUNK[1] * loop.step, reverse=False)
+            self._shared(worth, f"sc_trip({a}, {b}, {s})", self.loop_vars[:-1],
+                         lambda: self._sequential_loop(share))
+            return
 
         def threaded(condition):
             self.emit(f"#pragma omp parallel for schedule(static){condition}")
@@ -292,7 +322,8 @@ class _Generator:
     def _threads_if(self, worth, threaded, serial, nested):
         """A parallel construct on threads when ``worth`` holds. Inside another loop the
         test is a plain ``if`` around a serial copy: an OpenMP ``if`` clause that fails
-        still costs a team set-up per call, which small inner loops cannot afford."""
+        still costs a team set-up per call, which small inner loops cannot afford (the
+        nests that _shared can take avoid the copy)."""
         if not nested:
             threaded(f" if({worth})")
             return
@@ -302,6 +333,67 @@ class _Generator:
         self.open("else")
         serial()
         self.close()
+
+    def _shared(self, worth, trips, outer, body, sums=()):
+        """A parallel construct inside another loop, as one function ``body`` generates
+        over the share ``[sc_k0, sc_k1)`` of its ``trips`` outermost iterations: called
+        on the whole range when ``worth`` fails, on each thread's share when it holds.
+        A plain ``if`` rather than OpenMP's ``if`` clause, whose failing test still sets
+        up a team per call (small inner loops cannot afford it); one function rather than
+        a serial copy beside the threaded one, which doubled the C that GCC optimises.
+        ``sums``: scalars the iterations add into, through per-thread partial sums
+        added in thread order."""
+        name, params = self._function(body, outer)
+
+        def call(k0, k1, given=None):
+            args = [(given or {}).get(p, p) for p in params] + [k0, k1]
+            self.emit(f"{name}({', '.join(args)});")
+        self.open(f"if ({worth})")
+        if sums:
+            self.emit("const int sc_slots = omp_get_max_threads(); int sc_nt = 1;")
+        for p in sums:
+            self.emit(f"double sc_part_{p}[sc_slots];")
+        self.emit("#pragma omp parallel")
+        self.open("")
+        self.emit(f"int64_t sc_k0, sc_k1; sc_share({trips}, &sc_k0, &sc_k1);")
+        for p in sums:
+            self.emit(f"double sc_sum_{p} = 0.0;")
+        if sums:
+            self.emit("#pragma omp single")
+            self.emit("sc_nt = omp_get_num_threads();")
+        call("sc_k0", "sc_k1", {f"v_{p}": f"&sc_sum_{p}" for p in sums})
+        for p in sums:
+            self.emit(f"sc_part_{p}[omp_get_thread_num()] = sc_sum_{p};")
+        self.close()
+        for p in sums:
+            self.emit(f"for (int sc_t = 0; sc_t < sc_nt; ++sc_t) v_{p}[0] += sc_part_{p}[sc_t];")
+        self.close()
+        self.open("else")
+        call("0", trips)
+        self.close()
+
+    def _function(self, body, outer):
+        """(name, C names of the parameters) of a new function running ``body``
+        (single-threaded code) over ``[sc_k0, sc_k1)``. Its parameters are the sizes,
+        outer loop variables and container pointers it uses, in that order, passed one
+        by one: handing it ``sc_data`` would let every pointer escape, and GCC would no
+        longer trust ``restrict`` in the caller (its loops stopped vectorising)."""
+        name = f"sc_shared{self.shared_count}"
+        self.shared_count += 1
+        saved = self.lines, self.depth, self.in_parallel
+        self.lines, self.depth, self.in_parallel = [], 1, True
+        body()
+        lines, (self.lines, self.depth, self.in_parallel) = self.lines, saved
+        used = set(re.findall(r"\w+", "\n".join(lines)))
+        decls = [(f"const int64_t {self.names[s]}", self.names[s]) for s in self.layout.symbols]
+        decls += [(f"const int64_t {c_name(v, self.names)}", c_name(v, self.names)) for v in outer]
+        decls += [(f"{C_TYPES[c.dtype.name]} *restrict v_{c.name}", f"v_{c.name}")
+                  for c in self.layout.containers]
+        decls = [(d, p) for d, p in decls if p in used]
+        signature = ", ".join([d for d, _ in decls] + SHARE)
+        self.functions.append("\n".join([f"static SC_SHARED void {name}({signature}) {{"] +
+                                         lines + ["}"]) + "\n")
+        return name, [p for _, p in decls]
 
     def _worth(self, loop):
         """The condition for threads: loop nests of at least PARALLEL_WORK iterations
@@ -361,6 +453,8 @@ class _Generator:
             # independent iterations: a reversed loop may run forwards (unit stride)
             self._reduce(*reduction, lambda: self._open_loop(replace(loop, reverse=False)))
             return
+        if self._slotted(loop):
+            return
         if loop.tape_trips:
             self.open("")
             self.emit(f"int64_t n{var} = 0;")
@@ -376,7 +470,67 @@ class _Generator:
             self._push(f"(double)n{var}")
             self.close()
 
+    def _slotted(self, loop):
+        """An innermost counted loop whose body only pushes (or only pops) a fixed number
+        k of values per iteration, with tasklets between, and nothing else: iteration q's
+        c-th value goes to ``sc_tape[sc_tp + c * n + q]`` (n trips), and the tape
+        position moves once, by k n. Without the running ``sc_tp++`` the iterations no
+        longer depend on each other: the loop vectorises, the pushes as unit-stride stores.
+        The reverse loop mirrors its forward loop (same range, the pops in the reverse of
+        the pushes' order), so it finds each value at the same place. Returns whether it
+        generated the loop."""
+        nodes = _tasklets_only(loop.body, allow=(Push, Pop))
+        if not (self.slotted_tape and nodes and loop.exit is None and not loop.tape_trips
+                and not loop.segment and counted_loop(loop)):
+            return False
+        pushes = sum(isinstance(n, Push) for n in nodes)
+        pops = sum(isinstance(n, Pop) for n in nodes)
+        if not (pushes or pops) or (pushes and pops):
+            return False
+        var = c_name(loop.var, self.names)
+        a, b, s = (self.index.doprint(x) for x in (loop.start, loop.stop, loop.step))
+        k = pushes + pops
+        self.open("")
+        self.emit(f"const int64_t n{var} = sc_trip({a}, {b}, {s});")
+        if pushes and self.unbounded:
+            self.emit(f"if (sc_tp + {k} * n{var} > sc_cap) return -1;")
+        if pops:
+            self.emit(f"sc_tp -= {k} * n{var};")
+        self.slots = [f"n{var}", f"k{var}", k - 1 if pops else 0, -1 if pops else 1]
+        reduction = self._reduction(loop.var, [_as_access(n) for n in nodes]) \
+            if loop.step.is_number else None
+
+        def open_loop(forwards):
+            if forwards:
+                self.open(f"for (int64_t k{var} = 0; k{var} < n{var}; ++k{var})")
+            else:
+                self.open(f"for (int64_t k{var} = n{var} - 1; k{var} >= 0; --k{var})")
+            self.emit(f"const int64_t {var} = {a} + k{var} * ({s});")
+        if reduction:       # independent iterations but for the sums: forwards, vectorised
+            sums, body = reduction
+            self._reduce(sums, [n if isinstance(n, (Push, Pop)) else t
+                                for n, t in zip(nodes, body)], lambda: open_loop(True))
+        else:
+            open_loop(not loop.reverse)
+            self._private(loop)
+            self.region(loop.body)
+            self.close()
+        self.slots = None
+        if pushes:
+            self.emit(f"sc_tp += {k} * n{var};")
+        self.close()
+        return True
+
+    def _slot(self):
+        """The tape position of the next value pushed or popped in a slotted loop."""
+        trips, counter, slot, step = self.slots
+        self.slots[2] += step
+        return f"sc_tape[sc_tp + {slot} * {trips} + {counter}]"
+
     def _push(self, value):
+        if self.slots is not None:
+            self.emit(f"{self._slot()} = {value};")
+            return
         if self.unbounded:
             self.emit("if (sc_tp >= sc_cap) return -1;")
         self.emit(f"sc_tape[sc_tp++] = {value};")
@@ -406,13 +560,22 @@ class _Generator:
         if isinstance(node, Tasklet):
             self._tasklet(node)
         elif isinstance(node, MapScope):
+            # A recording map runs as the loops its reverse runs backwards (reverse.py:
+            # _map_as_loops), so that both place its tape values alike (see _slotted).
+            if self.slotted_tape and any(isinstance(n, (Push, Pop)) for n in node.body):
+                body = Sequence((State(node.body),))
+                for p, (a, b, s) in reversed(list(zip(node.params, node.ranges))):
+                    body = Sequence((LoopRegion(p, a, b, s, body, node.line),))
+                self.region(body)
             # Scatters (stencil adjoints) would need atomics, which on a few CPU cores
             # cost more than the extra cores give: they stay sequential here.
-            if node.parallel and not self.in_parallel and not shared_sums(node):
+            elif node.parallel and not self.in_parallel and not shared_sums(node):
                 volume = sp.Mul(*[(b - a) for a, b, _ in node.ranges])
-                self._threads_if(f"{self.index.doprint(volume)} >= {PARALLEL_WORK}",
-                                 lambda condition: self._parallel_map(node, condition),
-                                 lambda: self._map(node), nested=bool(self.loop_vars))
+                worth = f"{self.index.doprint(volume)} >= {PARALLEL_WORK}"
+                if self.loop_vars:
+                    self._shared_map(node, worth)
+                else:
+                    self._parallel_map(node, f" if({worth})")
             else:
                 self._map(node)
         elif isinstance(node, MatMul):
@@ -420,7 +583,8 @@ class _Generator:
         elif isinstance(node, Push):
             self._push(self.access(node.memlet))
         elif isinstance(node, Pop):
-            self.emit(f"{self.access(node.memlet)} = sc_tape[--sc_tp];")
+            source = self._slot() if self.slots is not None else "sc_tape[--sc_tp]"
+            self.emit(f"{self.access(node.memlet)} = {source};")
         else:
             raise TypeError(f"cannot generate code for {node!r}")
 
@@ -539,6 +703,15 @@ class _Generator:
             self._write(m if m.wcr == "sum" else Memlet(m.data, m.subset), name)
         self.close()
 
+    def _shared_map(self, node, worth):
+        """A parallel map inside a loop: one function over a share of its outer axis."""
+        (a, b, s), *rest = node.ranges
+        share = replace(node, ranges=((a + CHUNK[0] * s, a + CHUNK[1] * s, s), *rest))
+        trips = f"sc_trip({', '.join(self.index.doprint(x) for x in (a, b, s))})"
+        sums = sorted({m.data for t in node.body for m, _ in t.outputs
+                       if m.wcr and self.shapes[m.data].is_scalar})
+        self._shared(worth, trips, list(self.loop_vars), lambda: self._map(share), sums)
+
     def _parallel_map(self, node, condition):
         """Threads over the map; sums into scalars go through per-thread partial sums,
         added in thread order; shared array sums are atomic."""
@@ -595,9 +768,29 @@ class _Generator:
         return self.access(Memlet(name, tuple(subset)))
 
     def access(self, memlet):
-        c = self.shapes[memlet.data]
-        flat = sum((i * s for i, s in zip(memlet.subset, c.strides())), sp.Integer(0))
-        return f"v_{c.name}[{self.index.doprint(flat)}]"
+        """``v_<name>[flat index]``, printed once per element (sympy printing is most of
+        code generation's time, and stencils name the same elements over and over)."""
+        key = (memlet.data, memlet.subset)
+        if key not in self.printed:
+            c = self.shapes[memlet.data]
+            flat = sum((i * s for i, s in zip(memlet.subset, c.strides())), sp.Integer(0))
+            self.printed[key] = f"v_{c.name}[{self.index.doprint(flat)}]"
+        return self.printed[key]
+
+
+SHARE = ["int64_t sc_k0", "int64_t sc_k1"]
+
+
+def _uses_tape(region):
+    """Whether the region pushes or pops (its code needs the entry's tape position)."""
+    if isinstance(region, Sequence):
+        return any(_uses_tape(e) for e in region.elements)
+    if isinstance(region, LoopRegion):
+        return region.tape_trips or (region.reverse and region.exit is not None) or \
+            _uses_tape(region.body)
+    if isinstance(region, ConditionalRegion):
+        return any(_uses_tape(b) for _, b in region.branches)
+    return any(isinstance(n, (Push, Pop)) for n in region.nodes)
 
 
 def counted_loop(loop):
@@ -663,12 +856,24 @@ def _factor_out(exprs, fixed):
     return [visit(e) for e in exprs]
 
 
-def _tasklets_only(region):
-    """The tasklets of a body made of states of tasklets only, else None."""
+def _as_access(node):
+    """A push as a tasklet reading its element, a pop as one writing it (for the checks
+    of _reduction); tasklets as they are."""
+    if isinstance(node, Push):
+        return Tasklet(((sp.Symbol("__pushed", real=True), node.memlet),), (), node.line)
+    if isinstance(node, Pop):
+        return Tasklet((), ((node.memlet, sp.Integer(0)),), node.line)
+    return node
+
+
+def _tasklets_only(region, allow=()):
+    """The tasklets (and nodes of the ``allow`` types) of a body made of states of those
+    only, else None."""
     if isinstance(region, Sequence):
-        parts = [_tasklets_only(e) for e in region.elements]
+        parts = [_tasklets_only(e, allow) for e in region.elements]
         return None if any(p is None for p in parts) else [t for p in parts for t in p]
-    if isinstance(region, State) and all(isinstance(n, Tasklet) for n in region.nodes):
+    if isinstance(region, State) and all(isinstance(n, (Tasklet, *allow))
+                                         for n in region.nodes):
         return list(region.nodes)
     return None
 

@@ -124,6 +124,7 @@ class _Device(_Generator):
     place in the sequential order) pushes at ``sc_t0 + sc_r * n + k`` and pops from
     ``sc_t0 - sc_r * n - k - 1``."""
     simd_sums = False
+    slotted_tape = False            # the GPU's tape positions are its own (see _push)
 
     def __init__(self, layout, unbounded):
         super().__init__(layout, unbounded, None)

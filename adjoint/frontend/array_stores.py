@@ -209,6 +209,7 @@ def assign_name(b, stmt, target, value, op):
             raise b.src.error(target, f"{name!r} changes between a mask and numbers; use "
                                       "another name")
         if op is None:                  # Python rebinds the name: the shape must stay
+            _check_no_views(b, target, name, binding.container)
             if v.rank != len(dest.shape):
                 what = "a number" if not v.rank else f"an array of shape {fmt_shape(v.shape)}"
                 raise b.src.error(target, f"{name!r} is an array of shape "
@@ -222,6 +223,20 @@ def assign_name(b, stmt, target, value, op):
     if not v.rank:
         return None
     return _bind_new(b, stmt, target, v, op, binding)
+
+
+def _check_no_views(b, target, name, container):
+    """The engine stores a rebound array in place, so a view of it would see the new
+    values where NumPy's still sees the old array: refuse that instead of answering
+    differently."""
+    views = sorted(n for n, value in b.ex.scope.items() if n != name and
+                   isinstance(value, ViewValue) and value.view.container.name == container.name)
+    if views:
+        raise b.src.error(target, f"{name!r} is bound to a new array here, but {views[0]!r} "
+                                  f"is a view of the old one: NumPy would keep {views[0]!r} "
+                                  f"on the old values, the engine stores {name!r} in place; "
+                                  f"make {views[0]!r} a copy (.copy()) or use another name "
+                                  f"for the new array")
 
 
 def _bind_new(b, stmt, target, v, op, binding):
