@@ -669,12 +669,19 @@ class _Generator:
         for t in body:
             for m in [m for _, m in t.inputs] + [m for m, _ in t.outputs]:
                 accessed.setdefault((m.data, m.subset), set()).add(m.wcr)
-        if not sums or summed & own.keys() or any(
+        # A container only added into may take both kinds of sums (syrk's adjoint:
+        # gA[i, k] += ... over j and gA[j, k] += ...): additions commute, and the fixed
+        # element's share waits in its accumulator.
+        added = {n for n in summed & own.keys()
+                 if all(wcr == "sum" for (name, _), ops in accessed.items() if name == n
+                        for wcr in ops)}
+        if not sums or (summed & own.keys()) - added or any(
                 m.data in summed for t in body for _, m in t.inputs):
             return None
         if any(len(accessed[m.data, m.subset]) > 1 for m in sums):   # one operation each
             return None
-        if any(len({sub for name, sub in accessed if name == n}) > 1 for n in own):
+        if any(len(own[n]) > 1 if n in added else
+               len({sub for name, sub in accessed if name == n}) > 1 for n in own):
             return None
         return sums, body
 
