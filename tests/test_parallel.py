@@ -196,3 +196,24 @@ def test_flat_recording_loops_place_tape_values_by_iteration():
     assert re.search(r"sc_tape\[sc_tp \+ 1 \* n\w+ \+ k\w+\] = v_x\[", src)
     assert re.search(r"v_x\[\w+\] = sc_tape\[sc_tp \+ 1 \* n\w+ \+ k\w+\];", src)
     assert "#pragma omp simd reduction(+:sc_acc0)" in src
+
+
+def test_a_loop_adding_into_fixed_and_own_elements_of_one_array_vectorises():
+    """syrk's adjoint adds into gA[i, k] (fixed across the j loop) and gA[j, k] (its
+    own element): both only additions, so gA[i, k]'s share waits in a local accumulator
+    and the loop is a simd reduction (it ran serially, 14x the forward's time)."""
+    import re
+    from corpus_more import CASES
+    from kernel_testing import rng_for
+    case = {c.name: c for c in CASES}["syrk"]
+    args = case.make_args(rng_for("syrk-simd"))
+    src = case.kernel.specialize(args).backward(frozenset(case.wrt),
+                                                frozenset({"__return"})).source
+    assert re.search(r"#pragma omp simd reduction\(\+:sc_acc\d+, sc_acc\d+\)\s*\n\s*"
+                     r"for \(int64_t i_j = 0; i_j < i_i \+ 1", src)
+    g = grad(case.kernel, wrt="A")(*args)
+    alpha, beta, C, A = args
+    R = np.tril(beta * C + alpha * A @ A.T) + np.triu(C, 1)
+    L = np.tril(2 * R)                      # dloss/dC_new on the written triangle
+    want = alpha * (L @ A + L.T @ A)
+    np.testing.assert_allclose(g, want, rtol=1e-12, atol=1e-12)

@@ -439,7 +439,7 @@ class _Generator:
             return
         if loop.reverse and loop.exit is not None:      # trip count from the tape
             self.open("")
-            self.emit(f"const int64_t n{var} = (int64_t)sc_tape[--sc_tp];")
+            self._pop_trips(f"n{var}")
             self.open(f"for (int64_t k{var} = n{var} - 1; k{var} >= 0; --k{var})")
             self.emit(f"const int64_t {var} = {self.index.doprint(loop.start)} + k{var} * "
                       f"({self.index.doprint(loop.step)});")
@@ -465,10 +465,18 @@ class _Generator:
         self.region(loop.body)
         if loop.exit is not None:
             self.emit(f"if ({self.index.doprint(loop.exit)}) break;")
+            self._after_exit()
         self.close()
         if loop.tape_trips:
             self._push(f"(double)n{var}")
             self.close()
+
+    def _pop_trips(self, name):
+        """Declare ``name``, a while loop's trip count, from the tape (backend hook)."""
+        self.emit(f"const int64_t {name} = (int64_t)sc_tape[--sc_tp];")
+
+    def _after_exit(self):
+        """Statements after a while loop's exit test (backend hook)."""
 
     def _slotted(self, loop):
         """An innermost counted loop whose body only pushes (or only pops) a fixed number
@@ -669,12 +677,19 @@ class _Generator:
         for t in body:
             for m in [m for _, m in t.inputs] + [m for m, _ in t.outputs]:
                 accessed.setdefault((m.data, m.subset), set()).add(m.wcr)
-        if not sums or summed & own.keys() or any(
+        # A container only added into may take both kinds of sums (syrk's adjoint:
+        # gA[i, k] += ... over j and gA[j, k] += ...): additions commute, and the fixed
+        # element's share waits in its accumulator.
+        added = {n for n in summed & own.keys()
+                 if all(wcr == "sum" for (name, _), ops in accessed.items() if name == n
+                        for wcr in ops)}
+        if not sums or (summed & own.keys()) - added or any(
                 m.data in summed for t in body for _, m in t.inputs):
             return None
         if any(len(accessed[m.data, m.subset]) > 1 for m in sums):   # one operation each
             return None
-        if any(len({sub for name, sub in accessed if name == n}) > 1 for n in own):
+        if any(len(own[n]) > 1 if n in added else
+               len({sub for name, sub in accessed if name == n}) > 1 for n in own):
             return None
         return sums, body
 

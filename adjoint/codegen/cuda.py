@@ -286,6 +286,7 @@ def _describe(item):
 class _Host(_Generator):
     """Host code of one entry point: control flow around kernels, and the launches."""
     simd_sums = False
+    slotted_tape = False
 
     def __init__(self, module, sdfg):
         super().__init__(module.layout, module.unbounded, None)
@@ -329,7 +330,7 @@ class _Host(_Generator):
             self.plan(item, "runs on the host, launching kernels per iteration")
             self.host_vars.append(item.var)
             self.loop_vars.append(item.var)
-            self._host_loop(item)
+            self._sequential_loop(item)
             self.loop_vars.pop()
             self.host_vars.pop()
         elif isinstance(item, ConditionalRegion):
@@ -345,46 +346,23 @@ class _Host(_Generator):
         else:
             raise TypeError(f"cannot generate CUDA for {item!r}")
 
-    def _host_loop(self, loop):
-        var = c_name(loop.var, self.names)
-        a, s = self.index.doprint(loop.start), self.index.doprint(loop.step)
-        if loop.segment:
-            k0, k1 = (self.names[x] for x in SEGMENT)
-            if loop.reverse:
-                self.open(f"for (int64_t k{var} = {k1} - 1; k{var} >= {k0}; --k{var})")
-            else:
-                self.open(f"for (int64_t k{var} = {k0}; k{var} < {k1}; ++k{var})")
-            self.emit(f"const int64_t {var} = {a} + k{var} * ({s});")
-            self.region(loop.body)
-            self.close()
-            return
-        if loop.reverse and loop.exit is not None:      # trip count from the tape
-            self.open("")
-            self.emit(f"int64_t n{var} = 0;")
-            self.emit(f"SC_OK(sc_host_pop(sc_st, sc_tape, &n{var}));")
-            self.open(f"for (int64_t k{var} = n{var} - 1; k{var} >= 0; --k{var})")
-            self.emit(f"const int64_t {var} = {a} + k{var} * ({s});")
-            self.region(loop.body)
-            self.close()
-            self.close()
-            return
-        if loop.tape_trips:
-            self.open("")
-            self.emit(f"int64_t n{var} = 0;")
-        self._open_loop(loop)
-        if loop.tape_trips:
-            self.emit(f"n{var} += 1;")
-        self.region(loop.body)
-        if loop.exit is not None:
-            self.emit(f"if ({self.index.doprint(loop.exit)}) break;")
-            if self.tape:           # a recording that outgrew its tape stops here
-                self.emit("if (sc_stopped(sc_st)) return sc_failed ? -3 : -1;")
-            else:
-                self.emit("if (sc_failed) return -3;")
-        self.close()
-        if loop.tape_trips:
-            self.emit(f"SC_OK(sc_host_push(sc_st, sc_tape, sc_cap, (double)n{var}));")
-            self.close()
+    # The host runs the C generator's _sequential_loop with these hooks: its tape
+    # position lives on the device, and a kernel may have failed or run out of tape.
+    def _private(self, loop):
+        """Host loops are sequential: no thread-private copies."""
+
+    def _pop_trips(self, name):
+        self.emit(f"int64_t {name} = 0;")
+        self.emit(f"SC_OK(sc_host_pop(sc_st, sc_tape, &{name}));")
+
+    def _push(self, value):
+        self.emit(f"SC_OK(sc_host_push(sc_st, sc_tape, sc_cap, {value}));")
+
+    def _after_exit(self):
+        if self.tape:           # a recording that outgrew its tape stops here
+            self.emit("if (sc_stopped(sc_st)) return sc_failed ? -3 : -1;")
+        else:
+            self.emit("if (sc_failed) return -3;")
 
     # ---- kernels ----------------------------------------------------------------------
     def _device(self, loop_vars):
