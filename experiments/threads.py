@@ -52,8 +52,9 @@ def measure(name, scale, repeats):
 
 
 def report(rows, info):
+    command = " ".join(["python experiments/threads.py"] + sys.argv[1:])
     lines = ["# Thread scaling: 1 vs 2 OpenMP threads", "",
-             "Produced by `python experiments/threads.py`: best-of wall times in ms, "
+             f"Produced by `{command}`: best-of wall times in ms, "
              "1 and 2 threads alternating within one run.", "", "## Machine", ""]
     lines += [f"- {k}: {v}" for k, v in info.items()]
     lines += ["", "| kernel | size | fwd 1 thread | fwd 2 threads | speed-up | "
