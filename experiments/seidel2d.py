@@ -23,6 +23,7 @@ import numpy as np
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from experiments.bench_timing import ONE_CORE, run_on_one_core  # noqa: E402
 from experiments.reference import loader as C  # noqa: E402
 from experiments.reference.plain import plain_model, plain_seidel2d  # noqa: E402
 
@@ -149,7 +150,8 @@ def machine(jax):
     return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(),
             "numpy": np.__version__, "jax": jax.__version__ if jax else None, "gcc": gcc,
             "c_flags": " ".join(C.CFLAGS),
-            "load_average_at_start": " ".join(f"{x:.2f}" for x in os.getloadavg()), "date": datetime.datetime.now().isoformat(timespec="seconds")}
+            "load_average_at_start": " ".join(f"{x:.2f}" for x in os.getloadavg()), "date": datetime.datetime.now().isoformat(timespec="seconds"),
+            "pinned_to_core": os.environ.get(ONE_CORE)}
 
 
 COLUMNS = [("size", "size"), ("TSTEPS", "T"), ("N", "N"),
@@ -199,6 +201,7 @@ def main():
     ap.add_argument("--sizes", default="S,M", help="comma-separated, from " + ",".join(SIZES))
     ap.add_argument("--repeats", type=int, default=5)
     args = ap.parse_args()
+    run_on_one_core()                   # JAX would spread over every core (bench_timing)
     adjoint, kern = load_engine()
     jax, J = load_jax()
     info = machine(jax)
