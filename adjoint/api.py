@@ -104,6 +104,7 @@ class Specialization:
         self.forward, self.sdfg = forward, forward.sdfg
         self._backward, self._tangent, self._sizes = {}, {}, {}
         self.plans, self.last_sweep = {}, None
+        self.tape_sizes = {}    # (backward, sizes) -> {region: tape length that sufficed}
         self.pool = BufferPool()        # host buffers a finished gradient call gave back
         self.floating = [a.name for a in self.sdfg.arguments
                          if a.kind == "float" or (a.kind == "array" and a.dtype.kind == "f")]
