@@ -126,20 +126,23 @@ class Sweep:
         policy = policy or options.memory_policy
         snapshots = snapshots or options.revolve_snapshots
         regions = self.adj.regions
-        later = [frozenset().union(*(r.writes for r in regions[i:])) for i in range(len(regions))]
-        self.inputs = [(r.reads | r.writes) & later[i] & self.primal
-                       for i, r in enumerate(regions)]
-        candidates = []
-        for r, inputs, (pushes, work, per_iteration, trips) in zip(regions, self.inputs,
-                                                                     self.counts):
-            candidates.append(Candidate(
-                r.name, 8 * int(pushes), self._bytes(inputs), float(work),
-                int(trips) if r.segmented else 0, self._bytes(r.writes & self.primal),
-                8 * int(per_iteration)))
-        base = self.ledger.current + (self._bytes(self._written()) if self.reusable else 0)
-        key = (self.syms[:-2].tobytes(), budget, policy, snapshots, self.reusable)
         cache = self.spec.plans.setdefault(id(self.bwd), {})
+        if "inputs" not in cache:      # what a snapshot of each region must save
+            later = [frozenset().union(*(r.writes for r in regions[i:]))
+                     for i in range(len(regions))]
+            cache["inputs"] = [(r.reads | r.writes) & later[i] & self.primal
+                               for i, r in enumerate(regions)]
+        self.inputs = cache["inputs"]
+        key = (self.syms[:-2].tobytes(), budget, policy, snapshots, self.reusable)
         if key not in cache:
+            candidates = []
+            for r, inputs, (pushes, work, per_iteration, trips) in zip(regions, self.inputs,
+                                                                         self.counts):
+                candidates.append(Candidate(
+                    r.name, 8 * int(pushes), self._bytes(inputs), float(work),
+                    int(trips) if r.segmented else 0, self._bytes(r.writes & self.primal),
+                    8 * int(per_iteration)))
+            base = self.ledger.current + (self._bytes(self._written()) if self.reusable else 0)
             cache[key] = solve(candidates, base, budget, self.reusable, policy, snapshots)
         return cache[key]
 
