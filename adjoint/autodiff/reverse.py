@@ -79,7 +79,7 @@ def differentiate(sdfg, wrt, outputs) -> Adjoint:
         earlier = set(readers)
         for name, rs in readers_by[k].items():
             readers.setdefault(name, set()).update(node for node, _ in rs)
-        claims = _claims(body, active, readers_by[k], earlier)
+        claims = _claims(body, active, readers_by[k], earlier, sdfg.containers)
         recorded = _Recorded(_pushed(body, readers_by[k], readers, earlier, writes, claims),
                              claims)
         recorded = _snapshots(body, _after_full_writes(body, recorded, sdfg.containers, active),
@@ -117,7 +117,7 @@ def _pushed(body, own, readers, earlier, writes, claims):
     return by_name
 
 
-def _claims(body, active, own, earlier):
+def _claims(body, active, own, earlier, containers):
     """ids of the max/min reductions of ``body`` reversed without a record: ``acc =
     max(acc, v)`` where nothing else in the loop nest around it touches ``acc`` and no
     reverse partial needs ``acc`` from before it (``own``, ``earlier``: see _pushed).
@@ -135,7 +135,7 @@ def _claims(body, active, own, earlier):
                 acc = t.outputs[0][0].data
                 ok = acc in active and acc not in earlier and min(
                     (k for _, k in own.get(acc, ())), default=key) == key and not any(
-                    u is not t and acc in _touched(u) for u in members)
+                    u is not t and acc in _touched(u, containers) for u in members)
                 verdict[id(t)] = verdict.get(id(t), True) and ok
     return frozenset(k for k, ok in verdict.items() if ok)
 
@@ -154,10 +154,13 @@ def _reduction_operand(t):
     return own[0], next(a for a in expr.args if a is not own[0])
 
 
-def _touched(node):
+def _touched(node, containers):
+    """The containers a node of _ordered reads or writes (a guard: its condition reads)."""
     if isinstance(node, Tasklet):
         return {m.data for _, m in node.inputs} | {m.data for m, _ in node.outputs}
-    return {node.out, node.a, node.b} if isinstance(node, MatMul) else set()
+    if isinstance(node, Guard):
+        return set(condition_containers(node.condition, containers))
+    return {node.out, node.a, node.b}
 
 
 def _partition(body):
