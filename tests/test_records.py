@@ -197,3 +197,17 @@ def test_a_whole_write_read_later_in_its_own_map_keeps_the_next_write_recorded()
     args = (rng.standard_normal((4, 5)), rng.standard_normal(4), np.zeros((4, 5)))
     assert pushed(scale_square_shift, args, ("A", "w")) == ["A", "A"]
     check_fd(scale_square_shift, args, ("A", "w"))
+
+
+@kernel
+def scaled_running_max(x: float64[N]) -> float:
+    m = x[0]
+    for i in range(1, x.shape[0]):
+        m = max(m, m * x[i])         # the candidate depends on m: not a plain reduction
+    return m
+
+
+def test_a_maximum_whose_candidate_reads_the_accumulator_is_recorded():
+    x = np.array([1.5, 1.2, 0.5, 1.3, 0.8])
+    assert "m" in pushed(scaled_running_max, (x,), ("x",))
+    check_fd(scaled_running_max, (x,), "x")

@@ -21,7 +21,7 @@ from ..analysis.activity import active_containers, written_containers
 from ..sdfg.nodes import (SDFG, ConditionalRegion, Container, Guard, LoopRegion, MapScope,
                           MatMul, Memlet, Pop, Push, Sequence, State, Tasklet,
                           condition_containers, every_element, guarded_branches,
-                          library_nodes, tasklets, walk)
+                          library_nodes, self_update, tasklets, walk)
 from ..codegen.c import counted_loop
 from .gather import gather
 from .partials import partial
@@ -142,16 +142,8 @@ def _claims(body, active, own, earlier, containers):
 
 def _reduction_operand(t):
     """For ``acc = max(acc, v)`` / ``min``: (the connector reading ``acc``, ``v``); else None."""
-    if len(t.outputs) != 1:
-        return None
-    out, expr = t.outputs[0]
-    if out.wcr or not isinstance(expr, (sp.Max, sp.Min)) or len(expr.args) != 2:
-        return None
-    conns = t.connector_memlets()
-    own = [a for a in expr.args if conns.get(a) == out]
-    if len(own) != 1 or any(m.data == out.data for c, m in conns.items() if c != own[0]):
-        return None
-    return own[0], next(a for a in expr.args if a is not own[0])
+    update = self_update(t)
+    return update[1:] if update is not None and update[0] != "sum" else None
 
 
 def _touched(node, containers):

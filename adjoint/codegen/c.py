@@ -21,8 +21,9 @@ from dataclasses import dataclass, replace
 import sympy as sp
 
 from ..sdfg.nodes import (ConditionalRegion, Guard, LoopRegion, MapScope, Pop, Push, Sequence,
-                          SEGMENT, MatMul, Memlet, State, Tasklet, condition_containers,
-                          flag_symbol, guarded_branches, index_loads, library_nodes, walk)
+                          SEGMENT, MatMul, Memlet, State, Tasklet, as_reduction,
+                          condition_containers, flag_symbol, guarded_branches, index_loads,
+                          library_nodes, walk)
 from ..analysis.parallel import injective, shared_sums
 from .printer import CPrinter, c_name
 
@@ -657,7 +658,7 @@ class _Generator:
         those updates as reductions (a memlet's ``wcr``: sum, max or min). Else None."""
         if not self.simd_sums or not body or not all(isinstance(t, Tasklet) for t in body):
             return None
-        body = [_as_reduction(t) for t in body]
+        body = [as_reduction(t) for t in body]
         sums, own = [], {}
         for t in body:
             for m, _ in t.outputs:
@@ -825,26 +826,6 @@ def _neighbour(read, write, innermost):
         if d != 0 and not (d.is_Integer and v in w.free_symbols):
             return False
     return True
-
-
-def _as_reduction(t):
-    """A tasklet ``x = x + f`` / ``max(x, f)`` / ``min(x, f)`` (its only output, ``x``
-    read only there) as an update of ``x`` whose memlet's ``wcr`` names the operation."""
-    if len(t.outputs) != 1 or t.outputs[0][0].wcr:
-        return t
-    (m, expr), = t.outputs
-    own = [c for c, i in t.inputs if i == m]
-    if len(own) != 1 or any(i.data == m.data and i != m for _, i in t.inputs):
-        return t
-    if isinstance(expr, (sp.Max, sp.Min)) and len(expr.args) == 2 and own[0] in expr.args:
-        op, rest = ("max" if isinstance(expr, sp.Max) else "min"), expr.args[
-            1 - expr.args.index(own[0])]
-    else:
-        op, rest = "sum", sp.expand(expr - own[0])
-    if own[0] in rest.free_symbols:
-        return t
-    inputs = tuple((c, i) for c, i in t.inputs if c != own[0])
-    return Tasklet(inputs, ((Memlet(m.data, m.subset, op), rest),), t.line)
 
 
 def _factor_out(exprs, fixed):

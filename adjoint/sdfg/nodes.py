@@ -275,6 +275,36 @@ def guarded_branches(region: ConditionalRegion):
         taken.append(cond)
 
 
+def self_update(t):
+    """``(operation, connector reading x, f)`` for a tasklet ``x = x + f``, ``max(x, f)``
+    or ``min(x, f)`` whose only output is ``x``, read by that connector alone and not in
+    ``f``; else None. Reductions and running maxima have this form."""
+    if len(t.outputs) != 1 or t.outputs[0][0].wcr:
+        return None
+    (m, expr), = t.outputs
+    own = [c for c, i in t.inputs if i == m]
+    if len(own) != 1 or any(i.data == m.data and i != m for _, i in t.inputs):
+        return None
+    if isinstance(expr, (sp.Max, sp.Min)) and len(expr.args) == 2 and own[0] in expr.args:
+        op, rest = ("max" if isinstance(expr, sp.Max) else "min"), expr.args[
+            1 - expr.args.index(own[0])]
+    else:
+        op, rest = "sum", sp.expand(expr - own[0])
+    return None if own[0] in rest.free_symbols else (op, own[0], rest)
+
+
+def as_reduction(t):
+    """``t`` as an update of its output whose memlet's ``wcr`` names the operation (see
+    self_update), or ``t`` itself."""
+    update = self_update(t)
+    if update is None:
+        return t
+    op, own, rest = update
+    (m, _), = t.outputs
+    inputs = tuple((c, i) for c, i in t.inputs if c != own)
+    return Tasklet(inputs, ((Memlet(m.data, m.subset, op), rest),), t.line)
+
+
 def every_element(container, make, line=0):
     """A map over all elements of ``container`` running ``make(memlet)``'s nodes (or the
     nodes alone for a scalar)."""
