@@ -127,19 +127,12 @@ class Sweep:
         snapshots = snapshots or options.revolve_snapshots
         regions = self.adj.regions
         cache = self.spec.plans.setdefault(id(self.bwd), {})
-        if "inputs" not in cache:      # what a snapshot of each region must save
-            later = [frozenset().union(*(r.writes for r in regions[i:]))
-                     for i in range(len(regions))]
-            cache["inputs"] = [(r.reads | r.writes) & later[i] & self.primal
-                               for i, r in enumerate(regions)]
-        self.inputs = cache["inputs"]
         key = (self.syms[:-2].tobytes(), budget, policy, snapshots, self.reusable)
         if key not in cache:
             candidates = []
-            for r, inputs, (pushes, work, per_iteration, trips) in zip(regions, self.inputs,
-                                                                         self.counts):
+            for r, (pushes, work, per_iteration, trips) in zip(regions, self.counts):
                 candidates.append(Candidate(
-                    r.name, 8 * int(pushes), self._bytes(inputs), float(work),
+                    r.name, 8 * int(pushes), self._bytes(r.inputs), float(work),
                     int(trips) if r.segmented else 0, self._bytes(r.writes & self.primal),
                     8 * int(per_iteration)))
             base = self.ledger.current + (self._bytes(self._written()) if self.reusable else 0)
@@ -182,7 +175,7 @@ class Sweep:
                     raise _TapeOverflow(i)
                 self.tapes[i] = (tape, end)
             else:
-                self.snapshots[i] = self._save(self.inputs[i])
+                self.snapshots[i] = self._save(self.adj.regions[i].inputs)
                 self._run(i, FORWARD, segment=self._segment(i))
 
     def result(self):

@@ -47,6 +47,7 @@ class Region:
     reads: frozenset
     writes: frozenset
     segmented: bool
+    inputs: frozenset = frozenset()     # what a snapshot taken before it must save
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,11 @@ def differentiate(sdfg, wrt, outputs) -> Adjoint:
                               mk(gather(_Reverser(active, recorded, containers).region(body))),
                               reads,
                               writes, _segmented(part)))
+    later = frozenset()         # a region's inputs: what it or a later region overwrites
+    for k in range(len(regions) - 1, -1, -1):
+        r = regions[k]
+        later |= r.writes
+        regions[k] = replace(r, inputs=(r.reads | r.writes) & later)
     needed = set().union(*readers_by)
     return Adjoint(tuple(regions), containers, active, frozenset(recorded_any),
                    bool(needed & written_containers(sdfg)))
@@ -104,12 +110,13 @@ def _pushed(body, own, readers, earlier, writes, claims):
         only = None
         if _self_covered(name, readers[name]):
             only = frozenset(map(id, readers[name]))
+        writers = list(_writers(body, name))
         if name not in earlier:         # the reverse restores back to the first reader only
             first = min(key for _, key in own[name])
-            late = frozenset(id(node) for node, key in _writers(body, name) if key >= first)
+            late = frozenset(id(node) for node, key in writers if key >= first)
             only = late if only is None else only & late
-        if only is None and any(id(node) in claims for node, _ in _writers(body, name)):
-            only = frozenset(id(node) for node, _ in _writers(body, name))
+        if only is None and any(id(node) in claims for node, _ in writers):
+            only = frozenset(id(node) for node, _ in writers)
         if only is not None:
             only -= claims
         if only is None or only:
@@ -432,13 +439,17 @@ def _record(region, recorded, containers):
         names = recorded.snapshots.get(id(region), ())
         if not names:
             return loop
-        pushes = [n for name in names for n in every_element(
-            containers[name], lambda m: (Push(m, region.line),), region.line)]
+        pushes = [n for name in names for n in _push_all(containers[name], region.line)]
         return Sequence((State(tuple(pushes)), loop))
     if isinstance(region, ConditionalRegion):
         return ConditionalRegion(tuple((c, _record(b, recorded, containers))
                                        for c, b in region.branches), region.line)
     return State(_record_nodes(region.nodes, recorded, containers), region.label)
+
+
+def _push_all(container, line):
+    """Nodes pushing every element of ``container`` (_Reverser.restore pops them back)."""
+    return every_element(container, lambda m: (Push(m, line),), line)
 
 
 def _record_nodes(nodes, recorded, containers):
@@ -450,8 +461,7 @@ def _record_nodes(nodes, recorded, containers):
             continue
         if isinstance(node, MatMul):
             if recorded.pushes(node, Memlet(node.out)):    # it overwrites the whole container
-                out += every_element(containers[node.out], lambda m: (Push(m, node.line),),
-                                     node.line)
+                out += _push_all(containers[node.out], node.line)
         else:
             out += [Push(m, node.line) for m, _ in node.outputs if recorded.pushes(node, m)]
         out.append(node)
@@ -506,7 +516,7 @@ class _Reverser:
         return elements[0] if len(elements) == 1 else Sequence(tuple(elements))
 
     def restore(self, container, line):
-        """Pop every element of ``container``, in the reverse of every_element's order."""
+        """Pop every element of ``container``, in the reverse of _push_all's order."""
         pops = every_element(container, lambda m: (Pop(m, line),), line)
         return self._map_as_loops(pops[0]) if isinstance(pops[0], MapScope) else State(pops)
 

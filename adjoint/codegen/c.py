@@ -159,7 +159,7 @@ class _Generator:
         self.functions = []         # shared loop nests of the entry being generated
         self.shared_count = 0
         self.printed = {}           # (container, subset) -> its C access
-        self.slots = None           # (trips, pushes or pops per iteration, counter, next)
+        self.slots = None           # in a slotted loop: [trips, counter, next slot, step]
 
     def emit(self, line):
         self.lines.append("    " * self.depth + line)
@@ -349,25 +349,12 @@ class _Generator:
         def call(k0, k1, given=None):
             args = [(given or {}).get(p, p) for p in params] + [k0, k1]
             self.emit(f"{name}({', '.join(args)});")
+
+        def share():
+            self.emit(f"int64_t sc_k0, sc_k1; sc_share({trips}, &sc_k0, &sc_k1);")
+            call("sc_k0", "sc_k1", {f"v_{p}": f"&sc_sum_{p}" for p in sums})
         self.open(f"if ({worth})")
-        if sums:
-            self.emit("const int sc_slots = omp_get_max_threads(); int sc_nt = 1;")
-        for p in sums:
-            self.emit(f"double sc_part_{p}[sc_slots];")
-        self.emit("#pragma omp parallel")
-        self.open("")
-        self.emit(f"int64_t sc_k0, sc_k1; sc_share({trips}, &sc_k0, &sc_k1);")
-        for p in sums:
-            self.emit(f"double sc_sum_{p} = 0.0;")
-        if sums:
-            self.emit("#pragma omp single")
-            self.emit("sc_nt = omp_get_num_threads();")
-        call("sc_k0", "sc_k1", {f"v_{p}": f"&sc_sum_{p}" for p in sums})
-        for p in sums:
-            self.emit(f"sc_part_{p}[omp_get_thread_num()] = sc_sum_{p};")
-        self.close()
-        for p in sums:
-            self.emit(f"for (int sc_t = 0; sc_t < sc_nt; ++sc_t) v_{p}[0] += sc_part_{p}[sc_t];")
+        self._team("", sums, share)
         self.close()
         self.open("else")
         call("0", trips)
@@ -724,38 +711,54 @@ class _Generator:
         (a, b, s), *rest = node.ranges
         share = replace(node, ranges=((a + CHUNK[0] * s, a + CHUNK[1] * s, s), *rest))
         trips = f"sc_trip({', '.join(self.index.doprint(x) for x in (a, b, s))})"
-        sums = sorted({m.data for t in node.body for m, _ in t.outputs
-                       if m.wcr and self.shapes[m.data].is_scalar})
-        self._shared(worth, trips, list(self.loop_vars), lambda: self._map(share), sums)
+        self._shared(worth, trips, list(self.loop_vars), lambda: self._map(share),
+                     self._scalar_sums(node))
 
     def _parallel_map(self, node, condition):
         """Threads over the map; sums into scalars go through per-thread partial sums,
         added in thread order; shared array sums are atomic."""
-        sums = sorted({m.data for t in node.body for m, _ in t.outputs
-                       if m.wcr and self.shapes[m.data].is_scalar})
+        sums = self._scalar_sums(node)
         shared = shared_sums(node)
         self.atomic = {m for t in node.body for m, _ in t.outputs if m.wcr and m.data in shared}
+
+        def worksharing():
+            for name in sums:
+                self.emit(f"double *restrict v_{name} = &sc_sum_{name};")
+            self.emit("#pragma omp for schedule(static)")     # outer axis: inner ones vectorise
+            self.in_parallel = True
+            self._map(node, worksharing=True)
+            self.in_parallel, self.atomic = False, set()
         self.open("")
-        self.emit("const int sc_slots = omp_get_max_threads(); int sc_nt = 1;")
+        self._team(condition, sums, worksharing)
+        self.close()
+
+    def _team(self, condition, sums, inside):
+        """``#pragma omp parallel{condition}`` around ``inside()``, each thread adding into
+        its own ``sc_sum_<name>`` for the scalars ``sums``; after the team those partial
+        sums are added to the scalars in thread order (deterministic for a thread count)."""
+        if sums:
+            self.emit("const int sc_slots = omp_get_max_threads(); int sc_nt = 1;")
         for name in sums:
             self.emit(f"double sc_part_{name}[sc_slots];")
         self.emit(f"#pragma omp parallel{condition}")
         self.open("")
         for name in sums:
-            self.emit(f"double sc_sum_{name} = 0.0; double *restrict v_{name} = &sc_sum_{name};")
-        self.emit("#pragma omp single")
-        self.emit("sc_nt = omp_get_num_threads();")
-        self.emit("#pragma omp for schedule(static)")     # outer axis: inner ones vectorise
-        self.in_parallel = True
-        self._map(node, worksharing=True)
-        self.in_parallel, self.atomic = False, set()
+            self.emit(f"double sc_sum_{name} = 0.0;")
+        if sums:
+            self.emit("#pragma omp single")
+            self.emit("sc_nt = omp_get_num_threads();")
+        inside()
         for name in sums:
             self.emit(f"sc_part_{name}[omp_get_thread_num()] = sc_sum_{name};")
         self.close()
         for name in sums:
             self.emit(f"for (int sc_t = 0; sc_t < sc_nt; ++sc_t) v_{name}[0] += "
                       f"sc_part_{name}[sc_t];")
-        self.close()
+
+    def _scalar_sums(self, node):
+        """The scalars a map's points add into, sorted."""
+        return sorted({m.data for t in node.body for m, _ in t.outputs
+                       if m.wcr and self.shapes[m.data].is_scalar})
 
     def _matmul(self, mm):
         """BLAS dgemm when a BLAS library is linked, else a loop nest in i-k-j order."""
