@@ -25,6 +25,7 @@ from ..sdfg.nodes import (SDFG, ConditionalRegion, Container, Guard, LoopRegion,
 from ..codegen.c import counted_loop
 from .gather import gather
 from .partials import partial
+from .remat import Rematerialised, rematerialise
 
 G = sp.Symbol("__g", real=True)
 
@@ -78,11 +79,15 @@ def differentiate(sdfg, wrt, outputs) -> Adjoint:
         mk = lambda b: sdfg.replace(body=b, containers=containers)   # noqa: E731
         reads, writes = _accesses(body, sdfg.containers)
         earlier = set(readers)
+        remat = rematerialise(body, readers_by[k], earlier, sdfg.containers)
+        if remat.names:
+            readers_by[k] = _readers(body, sdfg.containers, active, remat.reads)
         for name, rs in readers_by[k].items():
             readers.setdefault(name, set()).update(node for node, _ in rs)
         claims = _claims(body, active, readers_by[k], earlier, sdfg.containers)
-        recorded = _Recorded(_pushed(body, readers_by[k], readers, earlier, writes, claims),
-                             claims)
+        pushed = _pushed(body, readers_by[k], readers, earlier, writes, claims)
+        recorded = _Recorded({n: o for n, o in pushed.items() if n not in remat.names},
+                             claims, recompute=remat)
         recorded = _snapshots(body, _after_full_writes(body, recorded, sdfg.containers, active),
                               sdfg.containers, active)
         recorded_any |= recorded.names
@@ -237,12 +242,15 @@ def _ordered(body):
     yield from visit(body, None)
 
 
-def _readers(body, containers, active):
+def _readers(body, containers, active, rerun=None):
     """Containers whose values the reverse sweep of ``body`` reads, each with what reads
     them and where (see _ordered): the active tasklets some partial of which reads the
-    container, or None for a decision on data or a matrix product (d(ab) = da b + a db)."""
+    container, or None for a decision on data or a matrix product (d(ab) = da b + a db),
+    and the tasklets the reverse re-runs (``rerun``: id -> what they read, see remat)."""
     readers = {}
     for node, key in _ordered(body):
+        for name in (rerun or {}).get(id(node), ()):
+            readers.setdefault(name, set()).add((node, key))
         if isinstance(node, Guard):
             for name in condition_containers(node.condition, containers):
                 readers.setdefault(name, set()).add((None, key))
@@ -296,11 +304,13 @@ class _Recorded:
     (every write) or the ids of the nodes whose writes alone need it (see _pushed);
     ``claims``: ids of the max/min reductions reversed without a record (see _claims);
     ``snapshots``: id of a loop -> containers pushed whole before it instead of by its
-    writes, ``covered``: those writes, as (id of the node, container) (see _snapshots)."""
+    writes, ``covered``: those writes, as (id of the node, container) (see _snapshots);
+    ``recompute``: temporaries re-run in the reverse instead (see remat)."""
     by_name: dict
     claims: frozenset = frozenset()
     snapshots: dict = field(default_factory=dict)
     covered: frozenset = frozenset()
+    recompute: Rematerialised = Rematerialised()
 
     @property
     def names(self):
@@ -320,7 +330,7 @@ def _after_full_writes(body, recorded, containers, active):
     covered = set()
 
     def reads(region):
-        return set(_readers(region, containers, active))
+        return set(_readers(region, containers, active, recorded.recompute.reads))
 
     def visit(elements, fresh):
         for element in elements:
@@ -400,7 +410,7 @@ def _snapshots(body, recorded, containers, active):
 
 
 def _snapshot_names(loop, recorded, containers, active, taken):
-    read = _readers(loop.body, containers, active)
+    read = _readers(loop.body, containers, active, recorded.recompute.reads)
     names = []
     for name in sorted(recorded.names - taken - read.keys()):
         writes = [t for t, _ in _writers(loop.body, name) if recorded.pushes(t, Memlet(name))]
@@ -492,6 +502,11 @@ class _Reverser:
         """A state's nodes backwards; maps that restore values become reversed loops."""
         elements, pending = [], []
         for node in reversed(state.nodes):
+            rerun = self.recorded.recompute.before.get(id(node))
+            if rerun:
+                elements += [State(tuple(pending), state.label)] if pending else []
+                elements.append(State(rerun, state.label))
+                pending = []
             if isinstance(node, MapScope) and any(self.recorded.pushes(t, m)
                                                   for t in node.body for m, _ in t.outputs):
                 if pending:

@@ -1,0 +1,186 @@
+"""Rematerialisation: temporaries that a loop body fills again every iteration are
+recomputed in the reverse sweep instead of recorded.
+
+In a time loop ``dq = q[1:] - q[:-1]; r = f(dq); ...; q[2:-1] -= flux`` every step
+overwrites ``dq`` and ``r``. Recording them costs a tape write and a tape read per
+element and step: memory traffic that dwarfs the arithmetic of a stencil. Once the
+reverse of the step has brought ``q`` back to that step's values (it restores ``q``
+anyway), re-running the maps that fill ``dq`` and ``r`` gives the same values from
+data already in cache.
+
+A transient ``T`` is recomputed in loop ``L`` when, in ``L``'s body,
+
+- every tasklet of the region writing ``T`` sits directly in a state of the body, is
+  cheap (no transcendental functions), writes only recomputed temporaries, reads none
+  of them at elements it writes, and writes elements that do not depend on ``L``'s
+  variable (each iteration fills the same elements before reading them);
+- every reverse partial reading ``T`` in the region is a tasklet there too, after all
+  of ``T``'s writers, and no earlier region's reverse reads ``T``;
+- every other value a writer reads is not written between that writer and the point
+  of recomputation (the last reader): the reverse sweep must hold it as the writer saw
+  it, so these reads count as reverse reads and get recorded where they are overwritten.
+
+The writers re-run, in program order, just before the reverse of the node holding the
+last reader; nothing in the reverse needs ``T``'s older values after that.
+"""
+from dataclasses import dataclass, field
+
+import sympy as sp
+
+from ..sdfg.nodes import (LoopRegion, MapScope, MatMul, Sequence, State, Tasklet, index_loads,
+                          walk)
+
+CHEAP = (sp.Max, sp.Min, sp.Abs, sp.sign, sp.Piecewise)
+
+
+@dataclass(frozen=True)
+class Rematerialised:
+    names: frozenset = frozenset()          # containers recomputed, never recorded
+    before: dict = field(default_factory=dict)   # id of a node -> nodes re-run before its reverse
+    reads: dict = field(default_factory=dict)    # id of a re-run tasklet -> what else it reads
+
+
+@dataclass(frozen=True)
+class _Step:
+    """One tasklet of a loop body (``node``: the state node holding it), or an opaque
+    element (a nested loop, a condition, a matrix product) with ``tasklet=None``."""
+    tasklet: object
+    node: object
+    writes: frozenset
+
+
+def rematerialise(body, readers, earlier, containers):
+    """What to recompute in the loops of one region (``readers``: see reverse._readers;
+    ``earlier``: containers earlier regions' reverse sweeps read)."""
+    writers = {}
+    for node, _ in walk(body):
+        if isinstance(node, MatMul):
+            writers.setdefault(node.out, []).append(node)
+        for t in _tasklets(node):
+            for m, _ in t.outputs:
+                writers.setdefault(m.data, []).append(t)
+    names, before, reads = set(), {}, {}
+    for loop in _loops(body):
+        steps = _steps(loop.body)
+        chain = {name for name in readers if containers[name].transient
+                 and name not in earlier and name in writers}
+        while True:
+            point = _point(steps, chain, readers)
+            kept = {name for name in chain
+                    if _eligible(name, steps, chain, readers, writers, loop, point)}
+            if kept == chain:
+                break
+            chain = kept
+        if not chain:
+            continue
+        rerun = [s for s in steps if s.tasklet is not None and s.writes & chain]
+        names |= chain
+        before[id(steps[point].node)] = _rerun_nodes(rerun)
+        for s in rerun:
+            reads[id(s.tasklet)] = frozenset(m.data for _, m in s.tasklet.inputs) - chain
+    return Rematerialised(frozenset(names), before, reads)
+
+
+def _loops(region):
+    if isinstance(region, Sequence):
+        for element in region.elements:
+            yield from _loops(element)
+    elif isinstance(region, LoopRegion):
+        yield region
+        yield from _loops(region.body)
+    elif not isinstance(region, State):
+        for _, branch in region.branches:
+            yield from _loops(branch)
+
+
+def _steps(region):
+    if isinstance(region, Sequence):
+        return [s for element in region.elements for s in _steps(element)]
+    if isinstance(region, State):
+        return [_Step(t, node, _outputs(t)) if isinstance(t, Tasklet) else
+                _Step(None, node, frozenset({node.out}))
+                for node in region.nodes for t in _tasklets(node) or (node,)]
+    return [_Step(None, region, frozenset(m.data for node, _ in walk(region)
+                                          for t in _tasklets(node) for m, _ in t.outputs)
+                  | frozenset(n.out for n, _ in walk(region) if isinstance(n, MatMul)))]
+
+
+def _tasklets(node):
+    if isinstance(node, MapScope):
+        return [t for t in node.body if isinstance(t, Tasklet)]
+    return [node] if isinstance(node, Tasklet) else []
+
+
+def _outputs(t):
+    return frozenset(m.data for m, _ in t.outputs)
+
+
+def _point(steps, chain, readers):
+    """Index of the last step reading a chain member in a reverse partial (the re-run
+    goes before the reverse of its node: the end of that node bounds the check)."""
+    ids = {id(node) for name in chain for node, _ in readers[name]}
+    last = max((k for k, s in enumerate(steps) if id(s.tasklet) in ids), default=0)
+    while last + 1 < len(steps) and steps[last + 1].node is steps[last].node:
+        last += 1
+    return last
+
+
+def _eligible(name, steps, chain, readers, writers, loop, point):
+    index = {id(s.tasklet): k for k, s in enumerate(steps) if s.tasklet is not None}
+    own = [index.get(id(t)) for t in writers[name]]
+    read = [None if node is None else index.get(id(node)) for node, _ in readers[name]]
+    if None in own or None in read or max(own) >= min(read):
+        return False
+    for k in own:
+        t = steps[k].tasklet
+        if not _cheap_rewrite(t, chain, loop) or isinstance(steps[k].node, MapScope) and \
+                loop.var in _symbols([e for r in steps[k].node.ranges for e in r]):
+            return False
+        for _, m in t.inputs:
+            if m.data in chain:
+                if max(index.get(id(u), len(steps)) for u in writers[m.data]) >= k:
+                    return False
+            elif any(m.data in s.writes for s in steps[k + 1:point + 1]):
+                return False
+    return True
+
+
+def _cheap_rewrite(t, chain, loop):
+    """Whether re-running ``t`` rewrites only chain members, at elements fixed across
+    ``loop``'s iterations, without reading what it writes, at a cost worth less than
+    a tape round trip."""
+    outputs = [m for m, _ in t.outputs]
+    if any(m.wcr or m.data not in chain or loop.var in _symbols(m.subset) or
+           any(index_loads(i) for i in m.subset) for m in outputs):
+        return False
+    if any(m.data in {o.data for o in outputs} or any(index_loads(i) for i in m.subset)
+           for _, m in t.inputs):
+        return False
+    return all(_cheap(expr) for _, expr in t.outputs)
+
+
+def _symbols(subset):
+    return set().union(*(sp.sympify(i).free_symbols for i in subset)) if subset else set()
+
+
+def _cheap(expr):
+    if any(not isinstance(f, CHEAP) for f in expr.atoms(sp.Function)):
+        return False
+    return all(p.exp.is_integer for p in expr.atoms(sp.Pow))
+
+
+def _rerun_nodes(steps):
+    """The steps' tasklets as nodes: a map's together under a copy of its scope."""
+    nodes, current = [], None
+    for s in steps:
+        if isinstance(s.node, MapScope):
+            if current is not None and current[0] is s.node:
+                current[1].append(s.tasklet)
+                continue
+            current = (s.node, [s.tasklet])
+            nodes.append(current)
+        else:
+            current = None
+            nodes.append(s.tasklet)
+    return tuple(MapScope(n[0].params, n[0].ranges, tuple(n[1]), n[0].line)
+                 if isinstance(n, tuple) else n for n in nodes)
