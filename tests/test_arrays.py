@@ -336,3 +336,16 @@ def test_max_gives_the_derivative_to_one_of_tied_elements():
         return np.max(x)
     g = grad(top, wrt="x")(np.array([1.0, 3.0, 3.0, 2.0]))
     assert_arrays_close(g, np.array([0.0, 0.0, 1.0, 0.0]), 0, what="d max")
+
+
+@kernel
+def clamp_both_ways(x: float64[N], y: float64[N]):
+    y[:] = np.maximum(x, 0.5) + np.minimum(0.2, x) + np.clip(x, 0.0, 1.0)
+
+
+def test_maxima_and_minima_propagate_nan_as_numpy_does():
+    x = np.array([0.1, np.nan, 0.9, -1.0])
+    y = np.zeros(4)
+    clamp_both_ways(x, y)
+    want = np.maximum(x, 0.5) + np.minimum(0.2, x) + np.clip(x, 0.0, 1.0)
+    np.testing.assert_array_equal(y, want)

@@ -52,6 +52,9 @@ static inline int64_t sc_imax(int64_t a, int64_t b) { return a > b ? a : b; }
 /* number of values of range(a, b, s) */
 static inline int64_t sc_trip(int64_t a, int64_t b, int64_t s)
 { return s > 0 ? (b > a ? (b - a + s - 1) / s : 0) : (a > b ? (a - b - s - 1) / (-s) : 0); }
+/* NaN-propagating like np.maximum / np.minimum; unlike fmax/fmin they vectorise */
+static inline double sc_max(double a, double b) { return (a > b || a != a) ? a : b; }
+static inline double sc_min(double a, double b) { return (a < b || a != a) ? a : b; }
 static inline double sc_sign(double x) { return (double)((x > 0) - (x < 0)); }
 /* subgradient convention at kinks: the mean of the one-sided derivatives */
 static inline double sc_heaviside(double x) { return x > 0 ? 1.0 : (x < 0 ? 0.0 : 0.5); }

@@ -77,10 +77,10 @@ class CPrinter(C99CodePrinter):
         return f"sc_mod({a}, {b})"
 
     def _print_Min(self, expr):
-        return self._minmax(expr, "sc_imin" if self.index else "fmin")
+        return self._minmax(expr, "sc_imin" if self.index else "sc_min")
 
     def _print_Max(self, expr):
-        return self._minmax(expr, "sc_imax" if self.index else "fmax")
+        return self._minmax(expr, "sc_imax" if self.index else "sc_max")
 
     def _minmax(self, expr, fn):
         args = [self._print(a) for a in expr.args]
