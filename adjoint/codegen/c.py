@@ -613,7 +613,7 @@ class _Generator:
         if m in self.accumulators:
             acc = self.accumulators[m]
             self.emit(f"{acc} += {value};" if m.wcr == "sum" else
-                      f"{acc} = f{m.wcr}({acc}, {value});")
+                      f"{acc} = sc_{m.wcr}({acc}, {value});")
             return
         op = "+=" if m.wcr == "sum" else "="
         if m in self.atomic:
