@@ -16,6 +16,8 @@ import pickle
 import tempfile
 from pathlib import Path
 
+import sympy as sp
+
 from ..options import options
 from .blas import blas
 from .build import ENGINE_VERSION, cache_dir
@@ -47,7 +49,8 @@ def cached(key, compute):
     """``compute()``'s artefact, from disk when an entry for ``key`` exists."""
     path = cache_dir() / f"{key}.artefact"
     try:
-        artefact, so, counts = pickle.loads(path.read_bytes())
+        with sp.evaluate(False):    # stored canonical: rebuilding need not re-simplify
+            artefact, so, counts = pickle.loads(path.read_bytes())
         if so.exists():
             log.debug("artefact %s loaded from cache", key)
             return dataclasses.replace(artefact, module=load(so, counts))
