@@ -66,7 +66,7 @@ def _build(layout, entries, checks, counted, name):
     entries = [validate(parallelize(sdfg)) for sdfg in entries]     # mark parallel loops
     dgemm, libraries = blas() or (None, ())
     source = generate_module(layout, entries, checks, counted, dgemm)
-    if dgemm not in source:
+    if dgemm is None or dgemm not in source:      # no BLAS, or no product
         libraries = ()
     return source, load(build_module(source, name, libraries), COUNTS * len(counted))
 
