@@ -5,7 +5,7 @@ gradients those of finite differences."""
 import numpy as np
 import pytest
 
-from adjoint import float64, grad, kernel, options, symbol
+from adjoint import float64, grad, jvp, kernel, options, symbol
 from adjoint.sdfg.nodes import LoopRegion, MatMul, Tasklet, walk
 from corpus import gemm, make_gemm
 from corpus_more import k2mm, k3mm, make_k2mm, make_k3mm
@@ -149,6 +149,8 @@ def _check_values_and_gradient(k, args):
     want = fd_directional(phi, args, index_of, directions)
     got = sum(inner(g, directions[n]) for n, g in zip(names, grads))
     assert_close_scalar(got, want, 1e-7, fd_atol(phi(args)), what="directional derivative")
+    tangent = jvp(k, copy_args(args), directions)[1]["return"]
+    assert_close_scalar(tangent, got, 1e-10, what="tangent")
 
 
 @pytest.mark.parametrize("blas", [True, False], ids=["blas", "loops"])
