@@ -77,8 +77,16 @@ def partial_range(C: float64[N, M], A: float64[N, K], B: float64[K, M]) -> float
     return np.sum(C * C)
 
 
+def weighted(C: float64[N, M], A: float64[N, K], B: float64[K, M], w: float64[K]) -> float:
+    for i in range(N):                  # a factor that moves with k: not a matrix product
+        for j in range(M):
+            for k in range(K):
+                C[i, j] += w[k] * A[i, k] * B[k, j]
+    return np.sum(C * C)
+
+
 def _args(k, rng, n=5):
-    shapes = {"C": (n, n + 1), "A": (n, n + 2), "B": (n + 2, n + 1)}
+    shapes = {"C": (n, n + 1), "A": (n, n + 2), "B": (n + 2, n + 1), "w": (n + 2,)}
     if k.__name__ == "transposed":
         shapes.update(A=(n + 2, n), B=(n + 1, n + 2))
     if k.__name__ in ("triangular", "reads_other_element"):
@@ -87,7 +95,8 @@ def _args(k, rng, n=5):
                  for name in arg_names(k))
 
 
-LOOPS = [triangular, reads_other_element, scales_by_first_row, writes_operand, partial_range]
+LOOPS = [triangular, reads_other_element, scales_by_first_row, writes_operand, partial_range,
+         weighted]
 PRODUCTS = {gemm: 1, k2mm: 2, k3mm: 3, transposed: 1, row_prepared: 1}
 CASES = {gemm: make_gemm, k2mm: make_k2mm, k3mm: make_k3mm}
 

@@ -142,40 +142,63 @@ def _match(loop, containers):
     if nest is None:
         return None
     loops, t = nest
+    update = _scaled_product(t, containers)
+    if update is None:
+        return None
+    own, scale, scalars, factors = update
+    (out, _), = t.outputs
+    reads = t.connector_memlets()
+    roles = _operands(out, [reads[f] for f in factors], {lp.var for lp in loops})
+    if roles is None:
+        return None
+    a, b, trans_a, trans_b = roles
+    names = (out.data, a.data, b.data)
+    if len(set(names)) != 3 or any(containers[n].dtype != np.float64 for n in names) or \
+            not _whole(loops, (out, a, b), containers):
+        return None
+    product = next(f for f in factors if reads[f] == a)
+    return dict(out=out.data, a=a.data, b=b.data, trans_a=trans_a, trans_b=trans_b,
+                scale=scale, scalars=scalars, own=own, product=product, line=t.line)
+
+
+def _scaled_product(t, containers):
+    """(connector of the old value, scale, its (connector, memlet) inputs, the two
+    connectors reading matrices) for a tasklet ``x = x + scale * X * Y`` whose scale
+    reads only scalar containers; else None."""
     update = self_update(t)
     if update is None or update[0] != "sum" or not isinstance(update[2], sp.Mul):
         return None
     _, own, rest = update
-    (out, _), = t.outputs
     reads = t.connector_memlets()
-    matrices = [f for f in rest.args if f in reads and len(reads[f].subset) == 2]
-    scale = sp.Mul(*[f for f in rest.args if f not in matrices])
+    factors = [f for f in rest.args if f in reads and len(reads[f].subset) == 2]
+    scale = sp.Mul(*[f for f in rest.args if f not in factors])
     scalars = tuple((c, m) for c, m in t.inputs if c in scale.free_symbols)
-    stops = {lp.var: lp.stop for lp in loops}
-    if len(matrices) != 2 or len(out.subset) != 2 or \
-            any(containers[m.data].shape != () for _, m in scalars) or \
-            scale.free_symbols - {c for c, _ in scalars} or \
-            not all(lp.start == 0 and lp.step == 1 for lp in loops):
+    if len(factors) != 2 or scale.free_symbols != {c for c, _ in scalars} or \
+            any(containers[m.data].shape for _, m in scalars):
         return None
-    i, j = out.subset
-    ks = set(stops) - {i, j}
-    if len(ks) != 1 or not {i, j} <= set(stops):
+    return own, scale, scalars, factors
+
+
+def _operands(out, factors, loop_vars):
+    """(a, b, trans_a, trans_b) when ``out[i, j]`` is the product of ``a[i, k]`` (or
+    ``a[k, i]``) and ``b[k, j]`` (or ``b[j, k]``), i, j, k the three loop variables."""
+    summed = loop_vars - set(out.subset)
+    if len(out.subset) != 2 or len(loop_vars) != 3 or len(summed) != 1:
         return None
-    k = ks.pop()
-    first, second = sorted(matrices, key=lambda f: i not in reads[f].subset)
-    a, b = reads[first], reads[second]
+    (i, j), (k,) = out.subset, summed
+    a, b = sorted(factors, key=lambda m: i not in m.subset)
     trans_a, trans_b = _orientation(a.subset, i, k), _orientation(b.subset, k, j)
-    if trans_a is None or trans_b is None or len({out.data, a.data, b.data}) != 3 or \
-            any(containers[n].dtype != np.float64 for n in (out.data, a.data, b.data)):
+    if trans_a is None or trans_b is None:
         return None
-    sizes = {v: [] for v in (i, j, k)}
-    for m in (out, a, b):
-        for v, n in zip(m.subset, containers[m.data].shape):
-            sizes[v].append(n)
-    if not all(sp.expand(n - stops[v]) == 0 for v, ns in sizes.items() for n in ns):
-        return None
-    return dict(out=out.data, a=a.data, b=b.data, trans_a=trans_a, trans_b=trans_b,
-                scale=scale, scalars=scalars, own=own, product=first, line=t.line)
+    return a, b, trans_a, trans_b
+
+
+def _whole(loops, memlets, containers):
+    """Whether each loop runs from 0 by 1 up to the size of every dimension it indexes."""
+    stops = {lp.var: lp.stop for lp in loops}
+    return all(lp.start == 0 and lp.step == 1 for lp in loops) and all(
+        sp.expand(n - stops[v]) == 0
+        for m in memlets for v, n in zip(m.subset, containers[m.data].shape))
 
 
 def _perfect_nest(loop, depth):
