@@ -41,7 +41,7 @@ class Kernel:
             raise ArgumentError(f"{self.__name__}() takes {len(names)} arguments "
                                 f"({', '.join(names)}), got {len(args)}")
         types = {n: self._declared[n] or type_of_value(n, v) for n, v in zip(names, args)}
-        key = (options.device,) + tuple((n, _type_key(t)) for n, t in types.items())
+        key = (options.device, options.blas) + tuple((n, _type_key(t)) for n, t in types.items())
         if key not in self._specs:
             if self._source is None:
                 self._source = read_source(self.__wrapped__)

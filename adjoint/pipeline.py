@@ -1,7 +1,7 @@
 """The only place that knows the order of the stages; every artefact is kept.
 
-    [Python source] --frontend--> SDFG --validate--> --fuse maps--> --bounds--> proofs
-                                                                 + runtime checks
+    [Python source] --frontend--> SDFG --validate--> --loop products as BLAS--> --fuse maps-->
+                    --bounds--> proofs + runtime checks
     SDFG --autodiff--> recording forward + reverse sweep, or the tangent-linear SDFG
     SDFG(s) --codegen--> C source --runtime--> shared library loaded through cffi
 
@@ -10,6 +10,7 @@ kernel's fingerprint, so a warm start skips every stage but loading the library.
 """
 from dataclasses import dataclass
 
+from .analysis.blas import products
 from .analysis.bounds import index_checks
 from .analysis.fusion import fuse
 from .analysis.parallel import parallelize
@@ -48,7 +49,10 @@ def lower_forward(src, name, types) -> Forward:
 
 
 def _lower_forward(src, name, types, key):
-    sdfg = validate(fuse(validate(parse(src, name, types))))     # Python AST -> SDFG
+    sdfg = validate(parse(src, name, types))                      # Python AST -> SDFG
+    if options.device == "cpu" and blas():      # without BLAS a MatMul is a serial loop nest
+        sdfg = validate(products(sdfg))                           # loop nests -> MatMul
+    sdfg = validate(fuse(sdfg))
     checks = tuple(index_checks(sdfg))                            # prove indices in bounds
     layout = Layout(sdfg.symbols, tuple(sdfg.containers.values()))
     return Forward(sdfg, checks, layout, *_build(layout, [sdfg], checks, (), name), key)
@@ -62,7 +66,7 @@ def _build(layout, entries, checks, counted, name):
     entries = [validate(parallelize(sdfg)) for sdfg in entries]     # mark parallel loops
     dgemm, libraries = blas() or (None, ())
     source = generate_module(layout, entries, checks, counted, dgemm)
-    if dgemm not in source:
+    if dgemm is None or dgemm not in source:      # no BLAS, or no product
         libraries = ()
     return source, load(build_module(source, name, libraries), COUNTS * len(counted))
 

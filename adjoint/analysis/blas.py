@@ -1,0 +1,227 @@
+"""Matrix products written as loops become MatMul library nodes (BLAS gemm).
+
+A nest of three counted loops over the whole of each dimension whose only statement is
+``C[i, j] += s * A[i, k] * B[k, j]`` (any loop order; ``A[k, i]``, ``B[j, k]`` for
+transposes; ``s`` a product of scalars and constants, possibly absent) computes
+``C += s * (A @ B)``: it becomes ``C += A @ B`` as one MatMul or, with a factor, the
+product into a new transient and a map adding ``s`` times it to ``C`` (so the adjoint
+needs no rule beyond those of MatMul and tasklets). BLAS sums over ``k`` in another
+order than the loop: the results agree to rounding.
+
+Before matching, a loop whose iterations each touch their own elements of everything
+they write (gemm's ``for i`` holding ``C[i, :] *= beta`` and the product of row i) is
+distributed, statement by statement, into loops of their own, when that exposes a
+product; any other nest is left as written.
+"""
+from dataclasses import replace
+
+import numpy as np
+import sympy as sp
+
+from ..sdfg.nodes import (ConditionalRegion, Container, LoopRegion, MapScope, MatMul, Memlet,
+                          Sequence, State, Tasklet, every_element, index_loads, self_update,
+                          walk)
+
+
+def products(sdfg):
+    """The SDFG with every loop nest computing a matrix product over whole containers
+    replaced by MatMul nodes."""
+    rewrite = _Products(dict(sdfg.containers))
+    body = rewrite.region(sdfg.body)
+    return sdfg.replace(body=body, containers=rewrite.containers)
+
+
+class _Products:
+    def __init__(self, containers):
+        self.containers = containers    # grows by the transients of scaled products
+
+    def region(self, region):
+        if isinstance(region, Sequence):
+            return Sequence(tuple(out for e in region.elements for out in (
+                self.loop(e) if isinstance(e, LoopRegion) else [self.region(e)])))
+        if isinstance(region, ConditionalRegion):
+            return replace(region, branches=tuple((c, self.region(b))
+                                                  for c, b in region.branches))
+        return region
+
+    def loop(self, loop):
+        """The regions replacing ``loop``: its distributed pieces, products as MatMuls,
+        when one is a product; else the loop with its body rewritten."""
+        pieces = _distributed(loop)
+        matches = [_match(piece, self.containers) for piece in pieces]
+        if not any(matches):
+            return [replace(loop, body=self.region(loop.body))]
+        return [piece if match is None else State(self.matmul(**match), f"matmul_{loop.line}")
+                for piece, match in zip(pieces, matches)]
+
+    def matmul(self, out, a, b, trans_a, trans_b, scale, scalars, own, product, line):
+        """``out += scale * op(a) @ op(b)`` as library nodes."""
+        dims = {name: self.containers[name].shape for name in (out, a, b)}
+        if scale == 1:
+            return (MatMul(out, dims[out], a, dims[a], b, dims[b], trans_a, trans_b, True,
+                           line),)
+        p = self._transient(dims[out])
+
+        def add(m):
+            inputs = scalars + ((product, Memlet(p, m.subset)), (own, m))
+            return (Tasklet(inputs, ((m, own + scale * product),), line),)
+        return (MatMul(p, dims[out], a, dims[a], b, dims[b], trans_a, trans_b, False, line),
+                *every_element(self.containers[out], add, line))
+
+    def _transient(self, shape):
+        n = 1
+        while f"__product{n}" in self.containers:
+            n += 1
+        c = Container(f"__product{n}", np.dtype(np.float64), shape, True)
+        self.containers[c.name] = c
+        return c.name
+
+
+def _distributed(loop):
+    """``loop`` split into one loop per statement of its body (and, recursively, of the
+    loops in it) as far as that is legal, in program order."""
+    if not _independent(loop):
+        return [loop]
+    return [replace(loop, body=Sequence((inner,)))
+            for element in _statements(loop.body)
+            for inner in (_distributed(element) if isinstance(element, LoopRegion)
+                          else [element])]
+
+
+def _statements(sequence):
+    for e in sequence.elements:
+        yield from _statements(e) if isinstance(e, Sequence) else [e]
+
+
+def _independent(loop):
+    """Whether ``loop``'s iterations may run in any order: its body is counted loops and
+    dataflow without tape or library nodes, and the loop variable is the index, in one
+    dimension, of every access to each container the body writes, so each iteration
+    touches its own elements of those; everything else is only read. Running each
+    statement for all iterations in turn is then what the loop does."""
+    if not _counted(loop):
+        return False
+    accesses = []
+    for node, context in walk(loop.body):
+        if not all(isinstance(c, LoopRegion) and _counted(c) and c.var != loop.var
+                   for c in context):
+            return False
+        if isinstance(node, MapScope):
+            if not all(isinstance(t, Tasklet) for t in node.body):
+                return False
+            accesses += [m for t in node.body for m in _memlets(t)]
+        elif isinstance(node, Tasklet):
+            accesses += _memlets(node)
+        else:
+            return False
+    if any(index_loads(i) for m, _ in accesses for i in m.subset):
+        return False
+    written = {m.data for m, write in accesses if write}
+    return all(_indexed_by(loop.var, [m.subset for m, _ in accesses if m.data == name])
+               for name in written)
+
+
+def _memlets(t):
+    """(memlet, written) for every access of a tasklet."""
+    return [(m, False) for _, m in t.inputs] + [(m, True) for m, _ in t.outputs]
+
+
+def _indexed_by(var, subsets):
+    """Whether ``var`` is the index in one same dimension of every subset."""
+    rank = len(subsets[0])
+    return any(all(len(s) == rank and s[d] == var for s in subsets) for d in range(rank))
+
+
+def _counted(loop):
+    return loop.exit is None and loop.stop is not None and not loop.reverse
+
+
+def _match(loop, containers):
+    """The product ``loop`` computes, as :meth:`_Products.matmul`'s arguments, or None."""
+    nest = _perfect_nest(loop, 3)
+    if nest is None:
+        return None
+    loops, t = nest
+    update = _scaled_product(t, containers)
+    if update is None:
+        return None
+    own, scale, scalars, factors = update
+    (out, _), = t.outputs
+    reads = t.connector_memlets()
+    roles = _operands(out, [reads[f] for f in factors], {lp.var for lp in loops})
+    if roles is None:
+        return None
+    a, b, trans_a, trans_b = roles
+    names = (out.data, a.data, b.data)
+    if len(set(names)) != 3 or any(containers[n].dtype != np.float64 for n in names) or \
+            not _whole(loops, (out, a, b), containers):
+        return None
+    product = next(f for f in factors if reads[f] == a)
+    return dict(out=out.data, a=a.data, b=b.data, trans_a=trans_a, trans_b=trans_b,
+                scale=scale, scalars=scalars, own=own, product=product, line=t.line)
+
+
+def _scaled_product(t, containers):
+    """(connector of the old value, scale, its (connector, memlet) inputs, the two
+    connectors reading matrices) for a tasklet ``x = x + scale * X * Y`` whose scale
+    reads only scalar containers; else None."""
+    update = self_update(t)
+    if update is None or update[0] != "sum" or not isinstance(update[2], sp.Mul):
+        return None
+    _, own, rest = update
+    reads = t.connector_memlets()
+    factors = [f for f in rest.args if f in reads and len(reads[f].subset) == 2]
+    scale = sp.Mul(*[f for f in rest.args if f not in factors])
+    scalars = tuple((c, m) for c, m in t.inputs if c in scale.free_symbols)
+    if len(factors) != 2 or scale.free_symbols != {c for c, _ in scalars} or \
+            any(containers[m.data].shape for _, m in scalars):
+        return None
+    return own, scale, scalars, factors
+
+
+def _operands(out, factors, loop_vars):
+    """(a, b, trans_a, trans_b) when ``out[i, j]`` is the product of ``a[i, k]`` (or
+    ``a[k, i]``) and ``b[k, j]`` (or ``b[j, k]``), i, j, k the three loop variables."""
+    summed = loop_vars - set(out.subset)
+    if len(out.subset) != 2 or len(loop_vars) != 3 or len(summed) != 1:
+        return None
+    (i, j), (k,) = out.subset, summed
+    a, b = sorted(factors, key=lambda m: i not in m.subset)
+    trans_a, trans_b = _orientation(a.subset, i, k), _orientation(b.subset, k, j)
+    if trans_a is None or trans_b is None:
+        return None
+    return a, b, trans_a, trans_b
+
+
+def _whole(loops, memlets, containers):
+    """Whether each loop runs from 0 by 1 up to the size of every dimension it indexes."""
+    stops = {lp.var: lp.stop for lp in loops}
+    return all(lp.start == 0 and lp.step == 1 for lp in loops) and all(
+        sp.expand(n - stops[v]) == 0
+        for m in memlets for v, n in zip(m.subset, containers[m.data].shape))
+
+
+def _perfect_nest(loop, depth):
+    """(the ``depth`` loops, the tasklet) when ``loop`` nests that many counted loops,
+    each the only statement of the one around it, around a single tasklet; else None."""
+    loops = [loop]
+    while True:
+        if not _counted(loops[-1]):
+            return None
+        body = list(_statements(loops[-1].body))
+        if len(body) != 1:
+            return None
+        if len(loops) == depth:
+            inner = body[0]
+            if isinstance(inner, State) and len(inner.nodes) == 1 and \
+                    isinstance(inner.nodes[0], Tasklet) and len(inner.nodes[0].outputs) == 1:
+                return loops, inner.nodes[0]
+            return None
+        if not isinstance(body[0], LoopRegion):
+            return None
+        loops.append(body[0])
+
+
+def _orientation(subset, row, col):
+    """False for ``[row, col]``, True for the transpose ``[col, row]``, else None."""
+    return {(row, col): False, (col, row): True}.get(tuple(subset))
