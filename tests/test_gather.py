@@ -187,6 +187,24 @@ def test_reverse_sweep_of_a_stencil_has_no_scatter(name):
         assert not _scatters(sdfg, sizes), f"{name}: a scatter is left in\n{sdfg.body}"
 
 
+def test_in_place_lattice_update_is_one_pass():
+    """The adjoint of an in-place red-black half-step adds into one lattice from the
+    other, which it then zeroes: both in one pass, the zeroing lagging behind the sums
+    that read it (where the gather runs, not in the scatter kept for short ranges)."""
+    k, make, wrt = STRIDED["red_black"]
+    bodies = {}
+    for sdfg in _reverse_sweeps(k, make(rng_for("fold"), 16), wrt):
+        for node, context in walk(sdfg.body):
+            if isinstance(node, Tasklet) and any(isinstance(r, LoopRegion) and
+                                                 r.var.name.startswith("__k_") for r in context):
+                bodies.setdefault(context, []).extend(m for m, _ in node.outputs)
+    zeroing = [c for c, outputs in bodies.items()
+               if any(m.data == "__g_u" and not m.wcr for m in outputs)]
+    assert len(zeroing) >= 2
+    for context in zeroing:
+        assert any(m.data == "__g_u" and m.wcr for m in bodies[context])
+
+
 def test_both_edges_of_a_dimension_are_one_nest():
     """The two edges of a gathered dimension (one width) run as one nest over their side,
     so the per-element tests of the edge terms are generated, and compiled, once."""

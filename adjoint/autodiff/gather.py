@@ -121,15 +121,20 @@ class _Term:
 @dataclass
 class _Group:
     """Terms sharing one loop nest: ``key`` names the gathered target, None runs the
-    terms over the nest's own range at their own elements."""
+    terms over the nest's own range at their own elements. ``lagged`` terms run at
+    their own elements in a gathered nest, after its sums (see _lag)."""
     key: tuple
     terms: list = field(default_factory=list)
+    lagged: list = field(default_factory=list)
+
+    def everything(self):
+        return self.terms + self.lagged
 
     def writes(self):
-        return {t.target for t in self.terms}
+        return {t.target for t in self.everything()}
 
     def reads(self):
-        return set().union(*(t.sources for t in self.terms))
+        return set().union(*(t.sources for t in self.everything()))
 
 
 # ---- finding nests ---------------------------------------------------------------------
@@ -253,7 +258,7 @@ def _rewrite(nest, pops, line):
         if split is None:
             return None
         terms += split
-    groups = _groups(terms, nest.vars)
+    groups = _folded(_groups(terms, nest.vars))
     if all(g.key is None for g in groups):
         return None
     loops = [n for group in groups for n in _emit(group, nest, line)]
@@ -262,7 +267,7 @@ def _rewrite(nest, pops, line):
     condition = sp.And(*(sp.Ge(hi - lo, max(offsets) - min(offsets))
                          for g in groups if g.key is not None
                          for (lo, hi), offsets in zip(nest.bounds,
-                                                      zip(*(t.shift for t in g.terms)))
+                                                      zip(*(t.shift for t in g.everything())))
                          if max(offsets) > min(offsets)))
     return condition, loops
 
@@ -413,6 +418,41 @@ def _groups(terms, variables):
     return groups
 
 
+def _folded(groups):
+    """The groups with each ungathered one folded into the gather just before it, where
+    _lag allows."""
+    out = []
+    for group in groups:
+        lag = _lag(out[-1], group) if out and group.key is None else None
+        if lag is None:
+            out.append(group)
+        else:
+            sign = out[-1].terms[0].sign
+            out[-1].lagged = [replace(t, shift=lag, sign=sign) for t in group.terms]
+    return out
+
+
+def _lag(gather, after):
+    """The shift at which the terms of the ungathered group ``after`` can run in the
+    nest of ``gather`` (one pass over the arrays instead of two), or None. Every element
+    ``after`` writes that a gathered term reads must be read first: in the same row of
+    the outer dimensions (one shift there) and at the same or an earlier point of the
+    row (the lag is the largest innermost shift). Only for the adjoint of an in-place
+    update on a lattice (red-black: sums into the even elements from the odd ones, which
+    ``after`` then zeroes): a gather reading its own target's array is not threaded
+    anyway, while folding serialises one that could be."""
+    written = after.writes()
+    if gather.key is None or gather.lagged or gather.writes() & (written | after.reads()):
+        return None
+    readers = [t for t in gather.terms if t.sources & written]
+    if not any(p[0] == gather.key[0] for t in readers for p in t.sources & written):
+        return None
+    outer = {t.shift[:-1] for t in readers}
+    if len(outer) != 1:
+        return None
+    return outer.pop() + (max(t.shift[-1] for t in readers),)
+
+
 def _target_key(term, variables):
     """The target with its shifts removed, and its signs: terms with equal keys gather
     into one array, over one lattice of its elements."""
@@ -436,17 +476,17 @@ def _emit(group, nest, line):
     if group.key is None:
         return [_loops(nest.vars, nest.bounds, tuple(_tasklet([t], ()) for t in group.terms),
                        line)]
-    terms, (*outer, inner) = group.terms, range(len(nest.vars))
+    terms, (*outer, inner) = group.everything(), range(len(nest.vars))
     bounds = _oriented(nest.bounds, terms[0].sign)
     spans = {t: [(lo + o, hi + o) for (lo, hi), o in zip(bounds, t.shift)] for t in terms}
     core = [(max(spans[t][d][0] for t in terms), min(spans[t][d][1] for t in terms))
             for d in range(len(nest.vars))]
     rows = []
     for piece in _intervals(sorted({t.shift[inner] for t in terms})):
-        here = [t for t in terms if _applies(t.shift[inner], piece)]
-        if here:
-            rows.append(_loops(nest.vars[inner:], [_range(piece, bounds[inner])],
-                               (_tasklet(here, nest.vars),), line))
+        tasklets = _piece(group, piece, nest.vars)
+        if tasklets:
+            rows.append(_loops(nest.vars[inner:], [_range(piece, bounds[inner])], tasklets,
+                               line))
     out = [_loops(nest.vars[:inner], core[:inner], None, line, Sequence(tuple(rows)))]
     union = [(min(spans[t][d][0] for t in terms), max(spans[t][d][1] for t in terms))
              for d in range(len(nest.vars))]
@@ -462,6 +502,15 @@ def _emit(group, nest, line):
         for edge in edges:
             out.append(_loops(nest.vars, core[:d] + [edge] + union[d + 1:], None, line, body))
     return out
+
+
+def _piece(group, piece, variables):
+    """The tasklets of a piece of a row: one adding up the gathered terms that apply
+    there, then the lagged terms that do."""
+    summed, lagged = ([t for t in terms if _applies(t.shift[-1], piece)]
+                      for terms in (group.terms, group.lagged))
+    return ((_tasklet(summed, variables),) if summed else ()) + \
+        tuple(_tasklet([t], variables) for t in lagged)
 
 
 def _oriented(bounds, sign):
