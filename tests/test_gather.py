@@ -114,6 +114,16 @@ def checkerboard(A: float64[N, N], T: int) -> float:
     return np.sum(A * A)
 
 
+@kernel
+def mirrored(y: float64[N], z: float64[N], a: float) -> float:
+    for k in range(2, N):
+        for i in range(k):
+            z[i] = y[i] + a * y[k - 1 - i]      # durbin's update: i and k-1-i meet
+        for i in range(1, k):
+            y[i] = np.sin(z[i] + a * z[k - i] * z[k - 1 - i])
+    return np.sum(y * y)
+
+
 STRIDED = {
     "red_black": (red_black, lambda r, n: (r.random(n), r.random(n), 3), ("u", "f")),
     "stride3": (stride3, lambda r, n: (r.random(n), r.random(n), 2), ("A", "B")),
@@ -131,6 +141,7 @@ CASES = {
                    ("A", "c")),
     "sliced": (sliced, lambda r, n: (r.random(n), r.random(n), 3), ("A",)),
     "top_level": (top_level, lambda r, n: (r.random(n), r.random(n)), ("A",)),
+    "mirrored": (mirrored, lambda r, n: (r.random(n), r.random(n), 0.7), ("y", "a")),
     **STRIDED,
 }
 
@@ -146,12 +157,14 @@ def _scatters(sdfg, sizes):
     shared sums, and, in loop nests no enclosing loop of which is parallel, sums into an
     array the same body accesses at another element of the same lattice too. (The
     scatter a gathered nest keeps for ranges too short to gather runs only below those
-    sizes.)"""
+    sizes, or in the first iterations of a loop around a triangular nest: guards are
+    taken at the last iteration of the loops around them.)"""
     found = []
     for node, context in walk(sdfg.body):
-        if any(isinstance(r, Guard) and r.condition.subs(sizes) == sp.false for r in context):
-            continue
         loops = [r for r in context if isinstance(r, LoopRegion)]
+        last = {**sizes, **{r.var: (r.stop - 1).subs(sizes) for r in loops if r.step == 1}}
+        if any(isinstance(r, Guard) and r.condition.subs(last) == sp.false for r in context):
+            continue
         if isinstance(node, MapScope) and shared_sums(node):
             found.append(node)
         elif isinstance(node, Tasklet) and loops and not any(r.parallel for r in loops):

@@ -388,19 +388,16 @@ def _shift(subset, variables):
 
 
 def _groups(terms, variables):
-    """Terms into loop nests, in statement order. Terms of one target key with
-    different shifts are a scatter: such a term joins the earlier gather into its target
-    unless a nest in between writes what it reads or touches its target (moving it
-    earlier must not change what it sees); other terms fuse with an ungathered nest just
-    before them (their dependences stay within one iteration)."""
-    shifts = {}
-    for t in terms:
-        if t.shift is not None:
-            shifts.setdefault(_target_key(t, variables), set()).add(t.shift)
+    """Terms into loop nests, in statement order. A term of a scattered key (see
+    _scattered) joins the earlier gather into its target unless a nest in between writes
+    what it reads or touches its target (moving it earlier must not change what it
+    sees); other terms fuse with an ungathered nest just before them (their dependences
+    stay within one iteration)."""
+    scattered = _scattered(terms, variables)
     groups = []
     for term in terms:
         key = _target_key(term, variables) if term.shift is not None else None
-        key = key if len(shifts.get(key, ())) > 1 else None
+        key = key if key in scattered else None
         home = None
         for k in range(len(groups) - 1, -1, -1):
             if key is not None and groups[k].key == key:
@@ -416,6 +413,33 @@ def _groups(terms, variables):
             groups.append(home)
         home.terms.append(term)
     return groups
+
+
+def _scattered(terms, variables):
+    """The target keys whose elements several iterations add into: terms of one key
+    with different shifts, or terms into a part that an earlier key's terms add into
+    from other iterations too (``g[i]`` and ``g[k-1-i]``)."""
+    subsets = {}
+    for t in terms:
+        if t.shift is not None:
+            subsets.setdefault(t.target, {}).setdefault(_target_key(t, variables), []).append(
+                t.out.subset)
+    scattered = set()
+    for by_key in subsets.values():
+        earlier = []
+        for key, own in by_key.items():
+            if len(set(own)) > 1 or any(not _same_iteration(x, y, variables)
+                                        for x in own for y in earlier):
+                scattered.add(key)
+            earlier += own
+    return scattered
+
+
+def _same_iteration(x, y, variables):
+    """Whether subsets ``x`` and ``y`` name one element only in one iteration: every
+    variable appears, alone and affinely, in a dimension where both are the same."""
+    pinned = {_affine(ex, variables) for ex, ey in zip(x, y) if sp.expand(ex - ey) == 0}
+    return {form[0] for form in pinned if form is not None} == set(variables)
 
 
 def _folded(groups):
