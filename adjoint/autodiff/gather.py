@@ -17,15 +17,29 @@ the scatter read. The cuts are in this order when every range is at least as lon
 the spread of the offsets; a nest shorter than that (checked once, before it runs)
 keeps the original scatter.
 
-The nest's body is distributed into one loop nest per target array, in statement
-order. This is legal when every array the nest touches is
+Strides. A loop of constant step s other than 1 or -1 runs over its iteration count
+k (``i = start + |s|*k``), so its indices become ``a*k + c``, |a| a multiple of s: each
+reaches a lattice of elements, ``c mod a``. Where every access to an array indexes a
+dimension so, the array splits into *parts*, one per lattice, that never share an
+element (red-black: the odd half-step reads ``u[i-1], u[i+1]`` and writes ``u[i]``, on
+the other lattice). A target ``gA[a*k + c]`` with ``m`` the integer part of c is
+gathered over ``u = sign(a)*k + m // |a|`` as ``gA[|a|*u + c - |a|*(m // |a|)]``: the
+terms of one lattice differ by integer shifts of u and are cut as above; a reversed
+index (a < 0) is gathered upwards in memory.
+
+The nest's body is distributed into one loop nest per scattered target, in statement
+order. A target is scattered when its terms' shifts differ, or when it is a second
+index into a part that other iterations reach (``g[i]`` and ``g[k-1-i]``). This is
+legal when every part of an array the nest touches is
 * local: always accessed at the same element, a different one per iteration;
 * read only; or
 * only accumulated into (never read or assigned in the nest),
 so the only dependences between iterations are additions, which commute (the
 gathered sums round differently from the scatter, within reassociation error).
 Restores from the tape run first, in the loops' own order. A reversed nest of such
-iterations without offsets runs forwards (reversed vector loads need permutes).
+iterations without offsets runs forwards (reversed vector loads need permutes). After
+the gather of an in-place lattice update, the terms that zero the lattice it read run
+in its nest, each element after the sums that read it: one pass instead of two.
 """
 from dataclasses import dataclass, field, replace
 
@@ -200,17 +214,16 @@ def _map(node):
     """(condition, loop nests) replacing a scatter map, or None."""
     if not isinstance(node, MapScope) or not all(isinstance(t, Tasklet) for t in node.body):
         return None
-    if not all(sp.sympify(s).is_Integer for _, _, s in node.ranges):
+    if not all(s.is_Integer for _, _, s in node.ranges):
         return None
     return _rewrite(_Nest(node.params, node.ranges, node.body), (), node.line)
 
 
 def _unit_stride(nest, pops):
-    """``nest`` and its restores over unit-stride variables that run upwards in memory
+    """``nest`` and its restores over unit-stride variables running upwards in memory
     (reversed vector accesses need permutes): a variable of step -1 covers its values
-    upwards; one of another step s is replaced by its iteration count k, ``v = start +
-    |s|*k``, k from 0 up or, for s < 0, to 0 down (its indices get coefficients that are
-    multiples of s)."""
+    upwards; one of another step s becomes ``start + |s|*k`` for its iteration count k
+    in ``[0, n)``, or ``(-n, 0]`` when s < 0 (n iterations)."""
     variables, ranges, at = [], [], {}
     for v, (start, stop, step) in zip(nest.vars, nest.ranges):
         if step == 1:
@@ -486,9 +499,8 @@ def _target_key(term, variables):
 
 
 def _back(term, variables):
-    """The term's iteration in terms of its gathered ``variables``: ``v`` becomes
-    ``sign*(v - shift)`` (the index ``|a|*v + c - |a|*shift`` writes the element
-    iteration v wrote)."""
+    """The term's iteration as a function of the gathered ``variables``: ``sign*(u -
+    shift)`` for each u (its target then reads ``|a|*u + c - |a|*shift``)."""
     return {v: s * (v - o) for v, o, s in zip(variables, term.shift, term.sign)}
 
 
