@@ -104,8 +104,8 @@ def _guarded(condition, loops, scatter, line):
 
 @dataclass(frozen=True)
 class _Nest:
-    """A rectangular nest: variable k takes the values ``range(*ranges[k])``, in any
-    order (its iterations commute), outermost first."""
+    """A rectangular nest, outermost first: variable k takes the values
+    ``range(*ranges[k])``."""
     vars: tuple
     ranges: tuple
     tasklets: tuple
