@@ -17,21 +17,36 @@ the scatter read. The cuts are in this order when every range is at least as lon
 the spread of the offsets; a nest shorter than that (checked once, before it runs)
 keeps the original scatter.
 
-The nest's body is distributed into one loop nest per target array, in statement
-order. This is legal when every array the nest touches is
+Strides. A loop of constant step s other than 1 or -1 runs over its iteration count
+k (``i = start + |s|*k``), so its indices become ``a*k + c``, |a| a multiple of s: each
+reaches a lattice of elements, ``c mod a``. Where every access to an array indexes a
+dimension so, the array splits into *parts*, one per lattice, that never share an
+element (red-black: the odd half-step reads ``u[i-1], u[i+1]`` and writes ``u[i]``, on
+the other lattice). A target ``gA[a*k + c]`` with ``m`` the integer part of c is
+gathered over ``u = sign(a)*k + m // |a|`` as ``gA[|a|*u + c - |a|*(m // |a|)]``: the
+terms of one lattice differ by integer shifts of u and are cut as above; a reversed
+index (a < 0) is gathered upwards in memory.
+
+The nest's body is distributed into one loop nest per scattered target, in statement
+order. A target is scattered when its terms' shifts differ, or when it is a second
+index into a part that other iterations reach (``g[i]`` and ``g[k-1-i]``). This is
+legal when every part of an array the nest touches is
 * local: always accessed at the same element, a different one per iteration;
 * read only; or
 * only accumulated into (never read or assigned in the nest),
 so the only dependences between iterations are additions, which commute (the
 gathered sums round differently from the scatter, within reassociation error).
 Restores from the tape run first, in the loops' own order. A reversed nest of such
-iterations without offsets runs forwards (reversed vector loads need permutes).
+iterations without offsets runs forwards (reversed vector loads need permutes). After
+the gather of an in-place lattice update, the terms that zero the lattice it read run
+in its nest, each element after the sums that read it: one pass instead of two.
 """
 from dataclasses import dataclass, field, replace
 
 import sympy as sp
 
 from ..analysis.parallel import injective
+from ..frontend.functions import floordiv
 from ..options import options
 from ..sdfg.nodes import (SEGMENT, ConditionalRegion, LoopRegion, MapScope, Memlet, Pop,
                           Sequence, State, Tasklet, index_loads)
@@ -47,7 +62,8 @@ def gather(region):
     if isinstance(region, LoopRegion):
         nest, pops = _loop_nest(region)
         rewritten = _rewrite(nest, pops, region.line) if nest is not None else None
-        if rewritten is None and nest is not None and not pops and _legal(nest, ()):
+        if rewritten is None and nest is not None and not pops and \
+                _legal(*_unit_stride(nest, ())):
             return _forwards(region)    # independent iterations: unit stride, no permutes
         if rewritten is None:
             return replace(region, body=gather(region.body))
@@ -88,42 +104,51 @@ def _guarded(condition, loops, scatter, line):
 
 @dataclass(frozen=True)
 class _Nest:
-    """A rectangular nest: ``lo <= v < hi`` per variable, outermost first."""
+    """A rectangular nest, outermost first: variable k takes the values
+    ``range(*ranges[k])``."""
     vars: tuple
-    bounds: tuple
+    ranges: tuple
     tasklets: tuple
+
+    @property
+    def bounds(self):
+        """``(lo, hi)`` per variable of a unit-stride nest: ``lo <= v < hi``."""
+        return tuple((lo, hi) for lo, hi, _ in self.ranges)
 
 
 @dataclass(frozen=True)
 class _Term:
-    """One output of a tasklet with the inputs its expression reads; ``shift[k]`` is the
-    constant offset of the target from variable k (None: not a constant-offset target)."""
+    """One output of a tasklet with the inputs its expression reads, and the parts of
+    arrays (see _parts) it writes and reads. A target index ``a*v + c`` (c's integer
+    part m) is ``|a|*(sign*v + shift) + c - |a|*shift`` with ``shift = m // |a|``:
+    ``sign[k]`` and ``shift[k]`` per variable k (None: not an affine target)."""
     out: Memlet
     expr: sp.Expr
     inputs: tuple
     line: int
+    target: tuple
+    sources: frozenset
     shift: tuple = None
-
-    @property
-    def shifted(self):
-        return self.shift is not None and any(self.shift)
-
-    def reads(self):
-        return {m.data for _, m in self.inputs}
+    sign: tuple = None
 
 
 @dataclass
 class _Group:
     """Terms sharing one loop nest: ``key`` names the gathered target, None runs the
-    terms over the nest's own range at their own elements."""
+    terms over the nest's own range at their own elements. ``lagged`` terms run at
+    their own elements in a gathered nest, after its sums (see _lag)."""
     key: tuple
     terms: list = field(default_factory=list)
+    lagged: list = field(default_factory=list)
+
+    def everything(self):
+        return self.terms + self.lagged
 
     def writes(self):
-        return {t.out.data for t in self.terms}
+        return {t.target for t in self.everything()}
 
     def reads(self):
-        return set().union(*(t.reads() for t in self.terms))
+        return set().union(*(t.sources for t in self.everything()))
 
 
 # ---- finding nests ---------------------------------------------------------------------
@@ -131,19 +156,19 @@ def _loop_nest(loop):
     """(the perfect, rectangular nest of counted loops rooted at ``loop``, the restores of
     its body), or (None, ()). The restores run first, in the loops' own order, which is
     the tape's: legal when no tasklet before a restore touches the restored array."""
-    variables, bounds, region = [], [], loop
+    variables, ranges, region = [], [], loop
     while True:
-        b = _bounds(region)
-        if b is None:
+        r = _loop_range(region)
+        if r is None:
             return None, ()
         variables.append(region.var)
-        bounds.append(b)
+        ranges.append(r)
         elements = region.body.elements
         if len(elements) != 1 or not isinstance(elements[0], LoopRegion):
             break
         region = elements[0]
     if not all(isinstance(e, State) for e in elements) or any(
-            e.free_symbols & set(variables) for b in bounds for e in b):
+            e.free_symbols & set(variables) for r in ranges for e in r):
         return None, ()
     tasks, pops = [], []
     for node in (n for e in elements for n in e.nodes):
@@ -154,7 +179,7 @@ def _loop_nest(loop):
             tasks.append(node)
         else:
             return None, ()
-    return _Nest(tuple(variables), tuple(bounds), tuple(tasks)), tuple(pops)
+    return _Nest(tuple(variables), tuple(ranges), tuple(tasks)), tuple(pops)
 
 
 def _with_body(loop, state):
@@ -173,30 +198,62 @@ def _forwards(loop):
     return replace(loop, reverse=False)
 
 
-def _bounds(loop):
-    """``(lo, hi)`` with the loop's iterations ``lo <= v < hi``, or None."""
+def _loop_range(loop):
+    """``(start, stop, step)``: the loop's values are ``range(start, stop, step)``, or None."""
     if loop.stop is None or loop.exit is not None or loop.tape_trips:
         return None
-    if index_loads(loop.start) or index_loads(loop.stop):
+    if index_loads(loop.start) or index_loads(loop.stop) or not loop.step.is_Integer:
         return None
     if loop.segment:                    # a checkpointing segment: iterations [__k0, __k1)
         k0, k1 = SEGMENT
-        return (loop.start + k0, loop.start + k1) if loop.step == 1 else None
-    if loop.step == 1:
-        return loop.start, loop.stop
-    if loop.step == -1:
-        return loop.stop + 1, loop.start + 1
-    return None
+        return loop.start + loop.step * k0, loop.start + loop.step * k1, loop.step
+    return loop.start, loop.stop, loop.step
 
 
 def _map(node):
     """(condition, loop nests) replacing a scatter map, or None."""
     if not isinstance(node, MapScope) or not all(isinstance(t, Tasklet) for t in node.body):
         return None
-    if any(s != 1 for _, _, s in node.ranges):
+    if not all(s.is_Integer for _, _, s in node.ranges):
         return None
-    nest = _Nest(node.params, tuple((a, b) for a, b, _ in node.ranges), node.body)
-    return _rewrite(nest, (), node.line)
+    return _rewrite(_Nest(node.params, node.ranges, node.body), (), node.line)
+
+
+def _unit_stride(nest, pops):
+    """``nest`` and its restores over unit-stride variables running upwards in memory
+    (reversed vector accesses need permutes): a variable of step -1 covers its values
+    upwards; one of another step s becomes ``start + |s|*k`` for its iteration count k
+    in ``[0, n)``, or ``(-n, 0]`` when s < 0 (n iterations)."""
+    variables, ranges, at = [], [], {}
+    for v, (start, stop, step) in zip(nest.vars, nest.ranges):
+        if step == 1:
+            variables.append(v)
+            ranges.append((start, stop, step))
+        elif step == -1:
+            variables.append(v)
+            ranges.append((stop + 1, start + 1, sp.Integer(1)))
+        else:
+            k = sp.Symbol(f"__k_{v.name}", integer=True)
+            variables.append(k)
+            if step > 0:
+                ranges.append((sp.Integer(0), floordiv(stop - start + step - 1, step),
+                               sp.Integer(1)))
+            else:
+                ranges.append((1 - floordiv(start - stop - step - 1, -step), sp.Integer(1),
+                               sp.Integer(1)))
+            at[v] = start + abs(step) * k
+    tasklets = tuple(_substituted(t, at) for t in nest.tasklets) if at else nest.tasklets
+    pops = tuple(replace(p, memlet=_at(p.memlet, at)) for p in pops)
+    return _Nest(tuple(variables), tuple(ranges), tasklets), pops
+
+
+def _substituted(t, at):
+    return Tasklet(tuple((c, _at(m, at)) for c, m in t.inputs),
+                   tuple((_at(m, at), e.xreplace(at)) for m, e in t.outputs), t.line)
+
+
+def _at(memlet, at):
+    return replace(memlet, subset=tuple(sp.expand(e.xreplace(at)) for e in memlet.subset))
 
 
 # ---- the rewrite -----------------------------------------------------------------------
@@ -204,25 +261,26 @@ def _rewrite(nest, pops, line):
     """(condition under which the gathered nests are exact, the loop nests replacing
     ``nest`` after its restores ``pops``), or None when it has no scatter or the
     rewrite does not apply."""
-    memlets = [m for t in nest.tasklets for m in _memlets(t)] + [p.memlet for p in pops]
+    nest, pops = _unit_stride(nest, pops)
+    memlets = _accesses(nest, pops)
     if any(index_loads(e) for m in memlets for e in m.subset) or not _legal(nest, pops):
         return None
-    terms = []
+    part, terms = _parts(memlets, nest.vars), []
     for t in nest.tasklets:
-        split = _terms(t, nest.vars)
+        split = _terms(t, nest.vars, part)
         if split is None:
             return None
         terms += split
-    if not any(term.shifted for term in terms):
+    groups = _folded(_groups(terms, nest.vars))
+    if all(g.key is None for g in groups):
         return None
-    groups = _groups(terms, nest.vars)
     loops = [n for group in groups for n in _emit(group, nest, line)]
     if sum(_innermost(n) for n in loops) > MAX_LOOPS:
         return None
     condition = sp.And(*(sp.Ge(hi - lo, max(offsets) - min(offsets))
                          for g in groups if g.key is not None
                          for (lo, hi), offsets in zip(nest.bounds,
-                                                      zip(*(t.shift for t in g.terms)))
+                                                      zip(*(t.shift for t in g.everything())))
                          if max(offsets) > min(offsets)))
     return condition, loops
 
@@ -240,78 +298,124 @@ def _memlets(t):
     return [m for _, m in t.inputs] + [m for m, _ in t.outputs]
 
 
+def _accesses(nest, pops):
+    return [m for t in nest.tasklets for m in _memlets(t)] + [p.memlet for p in pops]
+
+
 def _legal(nest, pops):
-    """Every array is local, read only, or only accumulated into."""
+    """Every part of an array (see _parts) is local, read only, or only accumulated
+    into."""
+    part = _parts(_accesses(nest, pops), nest.vars)
     subsets, reads, assigned, summed = {}, set(), set(), set()
     for p in pops:
-        assigned.add(p.memlet.data)
-        subsets.setdefault(p.memlet.data, set()).add(p.memlet.subset)
+        assigned.add(part[p.memlet])
     for t in nest.tasklets:
-        for _, m in t.inputs:
-            reads.add(m.data)
-            subsets.setdefault(m.data, set()).add(m.subset)
+        reads.update(part[m] for _, m in t.inputs)
         for m, _ in t.outputs:
-            (summed if m.wcr else assigned).add(m.data)
-            subsets.setdefault(m.data, set()).add(m.subset)
-    for name, s in subsets.items():
+            (summed if m.wcr else assigned).add(part[m])
+    for m in _accesses(nest, pops):
+        subsets.setdefault(part[m], set()).add(m.subset)
+    for key, s in subsets.items():
         local = len(s) == 1 and bool(nest.vars) and injective(next(iter(s)), nest.vars)
-        read_only = name not in assigned | summed
-        sum_only = name not in reads | assigned
+        read_only = key not in assigned | summed
+        sum_only = key not in reads | assigned
         if not (local or read_only or sum_only):
             return False
     return True
 
 
-def _terms(t, variables):
+def _parts(memlets, variables):
+    """Each memlet's part of its array: the array itself, split by residues where the
+    loop variables move in steps. In a dimension that every access to the array indexes
+    as ``a*v + c``, with one variable v and one |a| > 1, and constants c apart by
+    integers, the elements ``c mod a`` apart are never the same: a stride-2 loop
+    writing ``u[2k+1]`` and adding into ``u[2k]`` and ``u[2k+2]`` touches two parts."""
+    by_array = {}
+    for m in memlets:
+        by_array.setdefault(m.data, []).append(m)
+    part = {}
+    for name, accesses in by_array.items():
+        forms = [[_affine(e, variables) for e in m.subset] for m in accesses]
+        split = [d for d, column in enumerate(zip(*forms)) if _lattice(column)]
+        for m, form in zip(accesses, forms):
+            part[m] = (name,) + tuple(
+                int(form[d][2] - forms[0][d][2]) % abs(form[d][1]) for d in split)
+    return part
+
+
+def _lattice(forms):
+    """Whether the dimension's indices ``(v, a, c)`` share v and |a| > 1, and their
+    constants differ by integers."""
+    if any(f is None for f in forms):
+        return False
+    (v, a, c), rest = forms[0], forms[1:]
+    return abs(a) > 1 and all(w == v and b == a and (d - c).is_Integer for w, b, d in rest)
+
+
+def _affine(e, variables):
+    """``(v, a, c)`` with ``e = a*v + c`` for one of the variables v, a nonzero integer
+    a and c free of the variables; or None."""
+    e = sp.expand(e)
+    used = e.free_symbols & set(variables)
+    if len(used) != 1:
+        return None
+    v, = used
+    a = sp.diff(e, v)
+    if not a.is_Integer or a == 0:
+        return None
+    return v, int(a), e - a * v
+
+
+def _terms(t, variables, part):
     """The tasklet's outputs as terms, accumulations first: a tasklet reads all inputs
     before writing, so no term may write what a later one reads (None if one would)."""
     conns = t.connector_memlets()
     terms = []
     for m, e in sorted(t.outputs, key=lambda o: not o[0].wcr):
         used = tuple((c, conns[c]) for c in sorted(e.free_symbols & conns.keys(), key=str))
-        terms.append(_Term(m, e, used, t.line, _shift(m.subset, variables) if m.wcr else None))
+        shift, sign = _shift(m.subset, variables) if m.wcr else (None, None)
+        terms.append(_Term(m, e, used, t.line, part[m], frozenset(part[x] for _, x in used),
+                           shift, sign))
     for k, term in enumerate(terms):
-        if any(term.out.data in later.reads() for later in terms[k + 1:]):
+        if any(term.target in later.sources for later in terms[k + 1:]):
             return None
     return terms
 
 
 def _shift(subset, variables):
-    """Per variable, the constant ``o`` with the target's index ``v + o``; None unless
-    every variable appears that way in exactly one dimension."""
-    shift = {}
+    """Per variable, the shift and the sign of its target index (see _Term); (None,
+    None) unless every variable appears alone, affinely, in exactly one dimension."""
+    shift, sign = {}, {}
     for e in subset:
-        used = e.free_symbols & set(variables)
-        if not used:
+        if not e.free_symbols & set(variables):
             continue
-        if len(used) > 1:
-            return None
-        v, = used
-        offset = sp.expand(e - v)
-        if not offset.is_Integer or v in shift:
-            return None
-        shift[v] = int(offset)
+        form = _affine(e, variables)
+        if form is None or form[0] in shift:
+            return None, None
+        v, a, c = form
+        shift[v] = int(c.as_coeff_Add()[0]) // abs(a)
+        sign[v] = 1 if a > 0 else -1
     if len(shift) != len(variables):
-        return None
-    return tuple(shift[v] for v in variables)
+        return None, None
+    return tuple(shift[v] for v in variables), tuple(sign[v] for v in variables)
 
 
 def _groups(terms, variables):
-    """Terms into loop nests, in statement order. A term with constant offsets joins the
-    earlier gather into its target unless a nest in between writes what it reads or
-    touches its target (moving it earlier must not change what it sees); other terms
-    fuse with an ungathered nest just before them (their dependences stay within one
-    iteration)."""
-    gathered = {_target_key(t, variables) for t in terms if t.shifted}
+    """Terms into loop nests, in statement order. A term of a scattered key (see
+    _scattered) joins the earlier gather into its target unless a nest in between writes
+    what it reads or touches its target (moving it earlier must not change what it
+    sees); other terms fuse with an ungathered nest just before them (their dependences
+    stay within one iteration)."""
+    scattered = _scattered(terms, variables)
     groups = []
     for term in terms:
         key = _target_key(term, variables) if term.shift is not None else None
-        key = key if key in gathered else None      # offsets 0 gather with shifted terms
+        key = key if key in scattered else None
         home = None
         for k in range(len(groups) - 1, -1, -1):
             if key is not None and groups[k].key == key:
                 between = groups[k + 1:]
-                if not any(g.writes() & term.reads() or term.out.data in g.reads() | g.writes()
+                if not any(g.writes() & term.sources or term.target in g.reads() | g.writes()
                            for g in between):
                     home = groups[k]
                 break
@@ -324,11 +428,80 @@ def _groups(terms, variables):
     return groups
 
 
+def _scattered(terms, variables):
+    """The target keys whose elements several iterations add into: terms of one key
+    with different shifts, or terms into a part that an earlier key's terms add into
+    from other iterations too (``g[i]`` and ``g[k-1-i]``)."""
+    subsets = {}
+    for t in terms:
+        if t.shift is not None:
+            subsets.setdefault(t.target, {}).setdefault(_target_key(t, variables), []).append(
+                t.out.subset)
+    scattered = set()
+    for by_key in subsets.values():
+        earlier = []
+        for key, own in by_key.items():
+            if len(set(own)) > 1 or any(not _same_iteration(x, y, variables)
+                                        for x in own for y in earlier):
+                scattered.add(key)
+            earlier += own
+    return scattered
+
+
+def _same_iteration(x, y, variables):
+    """Whether subsets ``x`` and ``y`` name one element only in one iteration: every
+    variable appears, alone and affinely, in a dimension where both are the same."""
+    pinned = {_affine(ex, variables) for ex, ey in zip(x, y) if sp.expand(ex - ey) == 0}
+    return {form[0] for form in pinned if form is not None} == set(variables)
+
+
+def _folded(groups):
+    """The groups with each ungathered one folded into the gather just before it, where
+    _lag allows."""
+    out = []
+    for group in groups:
+        lag = _lag(out[-1], group) if out and group.key is None else None
+        if lag is None:
+            out.append(group)
+        else:
+            sign = out[-1].terms[0].sign
+            out[-1].lagged = [replace(t, shift=lag, sign=sign) for t in group.terms]
+    return out
+
+
+def _lag(gather, after):
+    """The shift at which the terms of the ungathered group ``after`` can run in the
+    nest of ``gather`` (one pass over the arrays instead of two), or None. Every element
+    ``after`` writes that a gathered term reads must be read first: in the same row of
+    the outer dimensions (one shift there) and at the same or an earlier point of the
+    row (the lag is the largest innermost shift). Only for the adjoint of an in-place
+    update on a lattice (red-black: sums into the even elements from the odd ones, which
+    ``after`` then zeroes): a gather reading its own target's array is not threaded
+    anyway, while folding serialises one that could be."""
+    written = after.writes()
+    if gather.key is None or gather.lagged or gather.writes() & (written | after.reads()):
+        return None
+    readers = [t for t in gather.terms if t.sources & written]
+    if not any(p[0] == gather.key[0] for t in readers for p in t.sources & written):
+        return None
+    outer = {t.shift[:-1] for t in readers}
+    if len(outer) != 1:
+        return None
+    return outer.pop() + (max(t.shift[-1] for t in readers),)
+
+
 def _target_key(term, variables):
-    """The target with its offsets removed: terms with equal keys gather into one array."""
-    back = dict(zip(variables, (v - o for v, o in zip(variables, term.shift))))
-    return term.out.data, tuple(sp.expand(e.subs(back, simultaneous=True))
-                            for e in term.out.subset)
+    """The target with its shifts removed, and its signs: terms with equal keys gather
+    into one array, over one lattice of its elements."""
+    back = _back(term, variables)
+    return term.out.data, tuple(sp.expand(e.xreplace(back)) for e in term.out.subset), \
+        term.sign
+
+
+def _back(term, variables):
+    """The term's iteration as a function of the gathered ``variables``: ``sign*(u -
+    shift)`` for each u (its target then reads ``|a|*u + c - |a|*shift``)."""
+    return {v: s * (v - o) for v, o, s in zip(variables, term.shift, term.sign)}
 
 
 def _emit(group, nest, line):
@@ -339,16 +512,17 @@ def _emit(group, nest, line):
     if group.key is None:
         return [_loops(nest.vars, nest.bounds, tuple(_tasklet([t], ()) for t in group.terms),
                        line)]
-    terms, (*outer, inner) = group.terms, range(len(nest.vars))
-    spans = {t: [(lo + o, hi + o) for (lo, hi), o in zip(nest.bounds, t.shift)] for t in terms}
+    terms, (*outer, inner) = group.everything(), range(len(nest.vars))
+    bounds = _oriented(nest.bounds, terms[0].sign)
+    spans = {t: [(lo + o, hi + o) for (lo, hi), o in zip(bounds, t.shift)] for t in terms}
     core = [(max(spans[t][d][0] for t in terms), min(spans[t][d][1] for t in terms))
             for d in range(len(nest.vars))]
     rows = []
     for piece in _intervals(sorted({t.shift[inner] for t in terms})):
-        here = [t for t in terms if _applies(t.shift[inner], piece)]
-        if here:
-            rows.append(_loops(nest.vars[inner:], [_range(piece, nest.bounds[inner])],
-                               (_tasklet(here, nest.vars),), line))
+        tasklets = _piece(group, piece, nest.vars)
+        if tasklets:
+            rows.append(_loops(nest.vars[inner:], [_range(piece, bounds[inner])], tasklets,
+                               line))
     out = [_loops(nest.vars[:inner], core[:inner], None, line, Sequence(tuple(rows)))]
     union = [(min(spans[t][d][0] for t in terms), max(spans[t][d][1] for t in terms))
              for d in range(len(nest.vars))]
@@ -364,6 +538,20 @@ def _emit(group, nest, line):
         for edge in edges:
             out.append(_loops(nest.vars, core[:d] + [edge] + union[d + 1:], None, line, body))
     return out
+
+
+def _piece(group, piece, variables):
+    """The tasklets of a piece of a row: one adding up the gathered terms that apply
+    there, then the lagged terms that do."""
+    summed, lagged = ([t for t in terms if _applies(t.shift[-1], piece)]
+                      for terms in (group.terms, group.lagged))
+    return ((_tasklet(summed, variables),) if summed else ()) + \
+        tuple(_tasklet([t], variables) for t in lagged)
+
+
+def _oriented(bounds, sign):
+    """The bounds of ``sign*v`` for each variable v in ``bounds``."""
+    return [(lo, hi) if s > 0 else (1 - hi, 1 - lo) for (lo, hi), s in zip(bounds, sign)]
 
 
 def _both_edges(nest, d, core, union, low, high, body, line):
@@ -428,10 +616,10 @@ def _range(piece, bounds):
 
 def _tasklet(terms, variables):
     """One tasklet adding up ``terms`` (gathered when ``variables``: the target's index
-    becomes the loop variables, each term's inputs move by minus its shift)."""
+    becomes the loop variables, each term's inputs move back to its iteration)."""
     inputs, total = [], sp.Integer(0)
     for term in terms:
-        back = {v: v - o for v, o in zip(variables, term.shift or ())}
+        back = _back(term, variables) if variables else {}
         rename = {}
         for conn, m in term.inputs:
             fresh = sp.Symbol(f"__in{len(inputs)}", real=True)
