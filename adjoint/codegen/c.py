@@ -163,6 +163,7 @@ class _Generator:
         self.shared_count = 0
         self.printed = {}           # (container, subset) -> its C access
         self.slots = None           # in a slotted loop: [trips, counter, next slot, step]
+        self.guard = None           # the C condition of the branch whose writes are selects
 
     def emit(self, line):
         self.lines.append("    " * self.depth + line)
@@ -286,6 +287,8 @@ class _Generator:
             self._loop(region)
             self.loop_vars.pop()
         elif isinstance(region, ConditionalRegion):
+            if self._selects(region):
+                return
             for k, (cond, body) in enumerate(region.branches):
                 if cond is None:
                     self.open("else")
@@ -679,9 +682,32 @@ class _Generator:
         for sym, e in temps:
             self.emit(f"const double {c_name(sym, self.names)} = {self.value.doprint(e)};")
         for (m, _), e in zip(t.outputs, exprs):
-            self._write(m, self.value.doprint(e))
+            value = self.value.doprint(e)
+            if self.guard is not None:      # a select (see _selects)
+                value = f"({self.guard}) ? ({value}) : {'0' if m.wcr else self.access(m)}"
+            self._write(m, value)
         self.value.late = set()
         self.close()
+
+    def _selects(self, region):
+        """A decision on data inside a loop whose branches only assign elements, each
+        write as ``x = taken ? value : x``: no branch, and no store that only some lanes
+        make (GCC's masked stores, then reloaded, cost more than the branch). Every
+        access in such a branch is in bounds whether taken or not (analysis.bounds does
+        not look at conditions), and nothing it computes can trap but integer division.
+        Returns whether it generated the region."""
+        if not self.loop_vars or not all(c is None or _on_data(c, self.shapes)
+                                         for c, _ in region.branches):
+            return False
+        bodies = [_tasklets_only(body) for _, body in region.branches]
+        if any(b is None or any(_divides(t) for t in b) for b in bodies):
+            return False
+        for (guard, _), body in zip(guarded_branches(region), bodies):
+            self.guard = self.index.doprint(guard.condition)
+            for t in body:
+                self._tasklet(t)
+        self.guard = None
+        return True
 
     def _write(self, m, value):
         if m in self.accumulators:
@@ -887,6 +913,21 @@ def _uses_tape(region):
     if isinstance(region, ConditionalRegion):
         return any(_uses_tape(b) for _, b in region.branches)
     return any(isinstance(leaf, (Push, Pop)) for n in region.nodes for _, leaf in _leaves(n))
+
+
+def _on_data(condition, containers):
+    """Whether a branch condition reads flags (containers) and nothing else."""
+    names = {s.name for s in condition.free_symbols}
+    return bool(names) and names <= set(containers)
+
+
+def _divides(t):
+    """Whether a tasklet computes an integer quotient or remainder (which can trap): the
+    frontend's ``floordiv`` and ``python_mod``, known here by name as to the printer."""
+    memlets = [m for _, m in t.inputs] + [m for m, _ in t.outputs]
+    exprs = [e for _, e in t.outputs] + [i for m in memlets for i in m.subset]
+    return any(type(f).__name__ in ("floordiv", "python_mod")
+               for e in exprs for f in sp.sympify(e).atoms(sp.Function))
 
 
 def _flat(region):
