@@ -183,3 +183,35 @@ def test_long_while_loops_grow_the_tape():
         e[i] = h * abs(x[i])
         fd = (halve_until_small.py_func(x + e, 1e-3) - halve_until_small.py_func(x - e, 1e-3))
         assert g[i] * 2 * e[i] == pytest.approx(fd, rel=1e-4, abs=1e-15)
+
+
+@kernel
+def gather_positive(x: float64[N], y: float64[N]) -> float:
+    for i in range(N):
+        if x[i] > 0.0:
+            y[i] = x[i // 2]          # an integer quotient: not computed unless taken
+    return np.sum(y * y)
+
+
+def _forward_source(k, args):
+    k(*[a.copy() if isinstance(a, np.ndarray) else a for a in args])
+    return next(iter(k._specs.values())).forward.source
+
+
+@pytest.mark.c_source
+def test_decisions_on_data_in_loops_assign_by_selects():
+    """clip_in_place's branch on data only assigns: each write becomes ``x = taken ?
+    value : x``, with no branch to mispredict and no store of some vector lanes only
+    (GCC's masked stores, reloaded at once by the reverse sweep's next statement, cost
+    more than the branch). Its accesses are in bounds taken or not (bounds analysis
+    ignores conditions). Branches on integers stay branches (their accesses may be out
+    of bounds when not taken), and so do branches that compute an integer quotient."""
+    src = _forward_source(clip_in_place, (np.ones(5), 0.1))
+    assert "if (v___if" not in src
+    assert "v_x[i_i] = (v___if1[0] != 0) ? (" in src and ") : v_x[i_i];" in src
+    assert "if (i_i == 0) {" in _forward_source(boundary, (np.ones(5), 0.2))
+    assert "if (v___if1[0] != 0) {" in _forward_source(gather_positive, (np.ones(5), np.ones(5)))
+    x = np.random.default_rng(3).standard_normal(9)
+    y, want = np.ones(9), np.ones(9)
+    assert gather_positive(x, y) == pytest.approx(gather_positive.py_func(x, want), rel=1e-14)
+    np.testing.assert_array_equal(y, want)

@@ -27,6 +27,7 @@ from adjoint.sdfg import validate
 import corpus
 import corpus_arrays
 from kernel_testing import copy_args, rng_for
+from test_records import limited_flux, limited_flux_args
 
 CASES = corpus.CASES + corpus_arrays.CASES
 BY_NAME = {c.name: c for c in CASES}
@@ -197,6 +198,20 @@ def test_grid_kernels_push_and_pop_at_their_sequential_positions():
     assert "SC_LAUNCH(sc_tape_advance, dim3(1), dim3(1), sc_st, -sc_nx * sc_ny * sc_nz * 1);" in src
 
 
+def test_decisions_on_data_record_and_reverse_as_grid_kernels():
+    """A flag decided in every iteration is pushed once per iteration, after its write,
+    and popped before its reads (test_records): private to each GPU thread, so the
+    record and reverse nests are grid kernels (they ran in one GPU thread)."""
+    src = sources(limited_flux, limited_flux_args(rng_for("flags")), ("u", "c"))["backward"]
+    plan = "\n".join(launch_plan(src))
+    assert re.search(r"loop over i -> sc_k\d+, grid over \(i x j\); 1 tape push", plan)
+    assert re.search(r"loop over i -> sc_k\d+, grid over \(i x j\); .*1 tape pop", plan)
+
+
+EXTRA["limited_flux"] = corpus.CorpusCase("limited_flux", limited_flux, limited_flux_args,
+                                          ("u", "c"))
+
+
 @kernel
 def two_layers(x: float64[N, K], W1: float64[K, M], b: float64[M], W2: float64[M, K]) -> float:
     h = np.tanh(x @ W1 + b)
@@ -280,7 +295,7 @@ def _assert_same(cpu, cuda, rtol):
 
 
 EMULATED = ["jacobi2d", "heat3d_vec", "lorenz96_sweep", "softmax_rows", "gesummv_vec", "ema",
-            "two_layers"]
+            "two_layers", "limited_flux"]
 
 
 @pytest.mark.parametrize("name", EMULATED)

@@ -217,3 +217,27 @@ def test_a_loop_adding_into_fixed_and_own_elements_of_one_array_vectorises():
     L = np.tril(2 * R)                      # dloss/dC_new on the written triangle
     want = alpha * (L @ A + L.T @ A)
     np.testing.assert_allclose(g, want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.c_source
+def test_a_loop_deciding_on_data_records_and_reverses_on_threads(monkeypatch):
+    """limited_flux decides on data in every iteration of a row loop. Its flag is
+    recorded once per iteration (test_records), so its record and reverse loops run on
+    threads, each row's flags in its own block of the tape (the column loops place them
+    in slots): 1 and 2 threads give the same gradient, bit for bit."""
+    from test_records import limited_flux, limited_flux_gradient
+    rng = np.random.default_rng(11)
+    u, c = rng.standard_normal((200, 201)), 0.5 + rng.random((200, 201))
+    spec = limited_flux.specialize((u, c))
+    src = spec.backward(frozenset({"u", "c"}), frozenset({"__return"})).source
+    assert "sc_tape[sc_tp++]" not in src and "sc_tape[--sc_tp]" not in src
+    assert src.count("int64_t sc_tp = sc_tp0 + (ki_i) * (sc_trip(0, n_M - 1, 1));") == 1
+    assert src.count("int64_t sc_tp = sc_tp0 + (ki_i + 1) * (sc_trip(0, n_M - 1, 1));") == 1
+    grads = []
+    for threads in (1, 2, 2):
+        monkeypatch.setattr(options, "threads", threads)
+        grads.append(grad(limited_flux, wrt=("u", "c"))(u, c))
+    for one, two, again in zip(*grads):
+        assert np.array_equal(one, two) and np.array_equal(two, again)
+    for got, want in zip(grads[0], limited_flux_gradient(u, c)):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)

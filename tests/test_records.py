@@ -8,7 +8,7 @@ Every gradient here is checked against central finite differences or a hand deri
 import numpy as np
 
 from adjoint import float64, grad, kernel, symbol
-from adjoint.sdfg.nodes import MapScope, Push, walk
+from adjoint.sdfg.nodes import MapScope, Memlet, Push, walk
 from corpus_arrays import CASES_BY_NAME
 from kernel_testing import (arg_names, assert_arrays_close, fd_gradient, rng_for,
                             run_reference)
@@ -221,3 +221,61 @@ def test_a_maximum_whose_candidate_reads_the_accumulator_is_recorded():
     x = np.array([1.5, 1.2, 0.5, 1.3, 0.8])
     assert "m" in pushed(scaled_running_max, (x,), ("x",))
     check_fd(scaled_running_max, (x,), "x")
+
+
+@kernel
+def limited_flux(u: float64[N, M], c: float64[N, M]) -> float:
+    flx = np.zeros((N, M))
+    for i in range(N):
+        for j in range(M - 1):
+            flx[i, j] = c[i, j] * (u[i, j + 1] - u[i, j])
+            if flx[i, j] * u[i, j] > 0.0:        # a decision on data in every iteration
+                flx[i, j] *= 0.5
+    return np.sum(flx * flx)
+
+
+def limited_flux_args(rng, n=6, gap=1e-2):
+    """Inputs whose decisions finite differences cannot flip."""
+    while True:
+        u, c = rng.standard_normal((n, n + 1)), 0.5 + rng.random((n, n + 1))
+        if np.all(np.abs(c[:, :-1] * np.diff(u, axis=1) * u[:, :-1]) > gap):
+            return u, c
+
+
+def limited_flux_gradient(u, c):
+    """(d/du, d/dc) of limited_flux, by hand."""
+    flx = c[:, :-1] * np.diff(u, axis=1)
+    scale = np.where(flx * u[:, :-1] > 0.0, 0.5, 1.0)
+    g = 2 * flx * scale * scale                 # d loss / d flx before the limiter
+    gu = np.zeros_like(u)
+    gu[:, 1:] += g * c[:, :-1]
+    gu[:, :-1] -= g * c[:, :-1]
+    gc = np.zeros_like(c)
+    gc[:, :-1] = g * np.diff(u, axis=1)
+    return gu, gc
+
+
+def test_a_decision_in_a_loop_is_recorded_once_per_iteration():
+    """limited_flux's flag is written first in every j iteration and read only there:
+    its value is pushed once, at the end of the iteration, and popped at the start of
+    the reversed one. Pushing its previous value before each write chained every
+    iteration to the one before; now the record and reverse loops over rows are
+    parallel, the flag private to each thread."""
+    from adjoint.analysis.parallel import parallelize
+    from adjoint.sdfg.nodes import LoopRegion, Pop, State
+    args = limited_flux_args(rng_for("records-flux"))
+    adj = limited_flux.specialize(args).backward(frozenset({"u", "c"}),
+                                                 frozenset({"__return"})).adjoint
+    region = next(r for r in adj.regions if r.name.startswith("loop over i"))
+    flag, = (name for name in adj.recorded if name.startswith("__if"))
+    assert pushed(limited_flux, args, ("u", "c")) == [flag]
+    for sdfg, tape, end in ((region.record, Push, -1), (region.reverse, Pop, 0)):
+        rows, = sdfg.body.elements
+        columns, = rows.body.elements
+        at = columns.body.elements[end]             # the end (record), the start (reverse)
+        assert isinstance(at, State) and at.nodes == (tape(Memlet(flag), at.nodes[0].line),)
+        marked, = parallelize(sdfg).body.elements
+        assert isinstance(marked, LoopRegion) and marked.parallel and marked.private == (flag,)
+    check_fd(limited_flux, args, ("u", "c"))
+    for got, want in zip(grad(limited_flux, wrt=("u", "c"))(*args), limited_flux_gradient(*args)):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)

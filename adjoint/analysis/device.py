@@ -154,8 +154,8 @@ def _nest(sdfg, chain):
     kind, count = tape
     if kind and len({r.reverse for r in chain}) > 1:
         return None
-    if any(sdfg.containers[a.data].is_scalar for a in accesses if a.tape):
-        return None         # a taped scalar carries a value from one iteration to the next
+    # A taped scalar must be private like any written one (a push reads it, a pop writes
+    # it): recorded once per iteration (a decision on data), not carried across them.
     marker = _Marker(sdfg)
     private, sums = [], []
     for name in sorted({a.data for a in accesses if a.kind != "read"}):

@@ -1,23 +1,28 @@
 """Which loops and maps run in parallel (OpenMP), and what each thread keeps private.
 
-A map is parallel unless it records or restores values (the tape is sequential): its
-plain writes must name a different element per iteration; accumulations into a
-scalar become per-thread partial sums (added up in thread order, so results do not
-depend on timing); accumulations that several iterations share use atomics.
+A map is parallel unless it records or restores values (codegen runs such a map as the
+loops of its reverse): its plain writes must name a different element per iteration;
+accumulations into a scalar become per-thread partial sums (added up in thread order,
+so results do not depend on timing); accumulations that several iterations share use
+atomics.
 
 A counted loop is parallel when no element one iteration writes is accessed by
 another: every pair of accesses to a written array must agree, in some dimension,
 on the same expression ``a*v + g`` of the loop variable ``v`` (a != 0, g free of the
 loop's inner variables), so that equal elements imply equal iterations. Scalars
 written in the body must be private: written before any read in every iteration and
-never read outside the loop. Only the outermost parallel construct gets threads.
+never read outside the loop. A push reads its element, a pop writes it; the tape
+allows threads when every iteration pushes (or every one pops) the same number of
+values, so that each finds its own from its index (``tape_per_iteration``). Only the
+outermost parallel construct gets threads.
 """
 from dataclasses import replace
 
 import sympy as sp
 
 from ..sdfg.nodes import (ConditionalRegion, Guard, LoopRegion, MapScope, MatMul, Pop, Push,
-                          Sequence, State, Tasklet, condition_containers, index_loads, walk)
+                          Sequence, State, Tasklet, condition_containers, index_loads, trips,
+                          walk)
 
 
 def parallelize(sdfg):
@@ -60,23 +65,22 @@ class _Marker:
     # ---- loops ------------------------------------------------------------------------
     def _parallel_loop(self, loop):
         """The private scalars if ``loop`` can run in parallel, else None."""
-        if loop.stop is None or loop.exit is not None or not loop.step.is_number:
+        if loop.stop is None or loop.exit is not None or not loop.step.is_number \
+                or tape_per_iteration(loop) is None:
             return None
         inner, writes, accesses = set(), {}, {}
         for node, context in walk(loop.body):
             inner |= {r.var for r in context if isinstance(r, LoopRegion)}
-            if isinstance(node, (Push, Pop, MatMul)):
+            if isinstance(node, MatMul):
                 return None
             tasks = node.body if isinstance(node, MapScope) else (node,)
             if isinstance(node, MapScope):
                 inner |= set(node.params)
-            if not all(isinstance(t, Tasklet) for t in tasks):
-                return None
             for t in tasks:
-                for m, _ in t.outputs:
+                for m in _written(t):
                     writes.setdefault(m.data, []).append(m.subset)
                     accesses.setdefault(m.data, []).append(m.subset)
-                for _, m in t.inputs:
+                for m in _read(t):
                     accesses.setdefault(m.data, []).append(m.subset)
         private = []
         for name, subsets in writes.items():
@@ -91,13 +95,78 @@ class _Marker:
         return tuple(private)
 
     def _private(self, name, loop):
-        c = self.sdfg.containers[name]
-        if not c.transient:
-            return False
-        first = _first_access(loop.body, name)
-        if first != "write":
-            return False
-        return not _read_outside(self.sdfg.body, loop, name, self.sdfg.containers)
+        return private_scalar(name, loop, self.sdfg.body, self.sdfg.containers)
+
+
+def private_scalar(name, loop, body, containers):
+    """Whether the scalar ``name`` is private to each iteration of ``loop`` (a loop of
+    ``body``): a transient written before any read in every iteration, and read neither
+    outside the loop nor by its exit test."""
+    if not containers[name].transient or _first_access(loop.body, name) != "write":
+        return False
+    if loop.exit is not None and name in condition_containers(loop.exit, containers):
+        return False
+    return not _read_outside(body, loop, name, containers)
+
+
+def tape_per_iteration(loop):
+    """("push" or "pop", n) when every iteration of ``loop`` pushes, or every one pops,
+    the same number n of tape values (a sympy expression of sizes and outer variables);
+    ("", 0) when they use no tape; None when iterations may differ (tape use under a
+    condition, or in an inner loop whose trips depend on the iteration or on data) or
+    push and pop both."""
+    kinds = set()
+
+    def fixed(bounds, bound):
+        return not any(index_loads(x) or sp.sympify(x).free_symbols & bound for x in bounds)
+
+    def count(region, bound):
+        if isinstance(region, Sequence):
+            parts = [count(e, bound) for e in region.elements]
+            return None if None in parts else sp.Add(*parts)
+        if isinstance(region, ConditionalRegion):
+            return 0 if all(count(b, bound) == 0 for _, b in region.branches) else None
+        if isinstance(region, LoopRegion):
+            if region.tape_trips or (region.reverse and region.exit is not None):
+                return None
+            inner = count(region.body, bound | {region.var})
+            if inner == 0:
+                return inner
+            if inner is None or region.stop is None or region.exit is not None or not fixed(
+                    (region.start, region.stop, region.step), bound):
+                return None
+            return trips(region.start, region.stop, region.step) * inner
+        total = sp.Integer(0)
+        for node in region.nodes:
+            leaves = node.body if isinstance(node, MapScope) else (node,)
+            taped = [t for t in leaves if isinstance(t, (Push, Pop))]
+            kinds.update("push" if isinstance(t, Push) else "pop" for t in taped)
+            if taped and isinstance(node, MapScope):
+                if not fixed([x for r in node.ranges for x in r], bound):
+                    return None
+                total += len(taped) * sp.Mul(*(trips(*r) for r in node.ranges))
+            else:
+                total += len(taped)
+        return total
+
+    per = count(loop.body, {loop.var})
+    if per is None or len(kinds) > 1:
+        return None
+    return (kinds.pop() if kinds else ""), per
+
+
+def _written(node):
+    """The memlets a tasklet or a pop writes."""
+    if isinstance(node, Tasklet):
+        return [m for m, _ in node.outputs]
+    return [node.memlet] if isinstance(node, Pop) else []
+
+
+def _read(node):
+    """The memlets a tasklet or a push reads."""
+    if isinstance(node, Tasklet):
+        return [m for _, m in node.inputs]
+    return [node.memlet] if isinstance(node, Push) else []
 
 
 def shared_sums(node):
@@ -132,8 +201,9 @@ def _same_iteration(w, a, v, inner):
 
 def _first_access(region, name):
     """'write' if the body's first access to the scalar is an unconditional write not
-    reading it, or if every access lies in one inner loop each iteration of which writes
-    it first (``s = ...`` inside a row loop); 'read' otherwise; None if never accessed."""
+    reading it (a pop counts as one), or if every access lies in one inner loop each
+    iteration of which writes it first (``s = ...`` inside a row loop); 'read'
+    otherwise; None if never accessed."""
     for k, element in enumerate(region.elements):
         if isinstance(element, LoopRegion) and _mentions(element, name):
             alone = not any(_mentions(e, name) for e in region.elements[k + 1:])
@@ -141,10 +211,10 @@ def _first_access(region, name):
                 else "read"
         if isinstance(element, State):
             for node in element.nodes:
-                if isinstance(node, Tasklet):
-                    if any(m.data == name for _, m in node.inputs):
+                if isinstance(node, (Tasklet, Pop)):
+                    if any(m.data == name for m in _read(node)):
                         return "read"
-                    if any(m.data == name for m, _ in node.outputs):
+                    if any(m.data == name for m in _written(node)):
                         return "write"
                 elif _mentions(node, name):
                     return "read"

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 import sympy as sp
 
 from ..analysis.activity import active_containers, written_containers
+from ..analysis.parallel import private_scalar
 from ..sdfg.nodes import (SDFG, ConditionalRegion, Container, Guard, LoopRegion, MapScope,
                           MatMul, Memlet, Pop, Push, Sequence, State, Tasklet,
                           condition_containers, every_element, guarded_branches,
@@ -73,11 +74,13 @@ def differentiate(sdfg, wrt, outputs) -> Adjoint:
         containers[adjoint_name(name)] = Container(adjoint_name(name), c.dtype, c.shape)
     parts = _partition(sdfg.body)
     readers_by = [_readers(Sequence(p), sdfg.containers, active) for p in parts]
+    accesses = [_accesses(Sequence(p), sdfg.containers) for p in parts]
     regions, readers, recorded_any = [], {}, set()
     for k, part in enumerate(parts):
         body = Sequence(part)
         mk = lambda b: sdfg.replace(body=b, containers=containers)   # noqa: E731
-        reads, writes = _accesses(body, sdfg.containers)
+        reads, writes = accesses[k]
+        read_elsewhere = set().union(*(r for j, (r, _) in enumerate(accesses) if j != k))
         earlier = set(readers)
         remat = rematerialise(body, readers_by[k], earlier, sdfg.containers)
         if remat.names:
@@ -90,6 +93,7 @@ def differentiate(sdfg, wrt, outputs) -> Adjoint:
                              claims, recompute=remat)
         recorded = _snapshots(body, _after_full_writes(body, recorded, sdfg.containers, active),
                               sdfg.containers, active)
+        recorded = _per_iteration(body, recorded, sdfg.containers, read_elsewhere)
         recorded_any |= recorded.names
         regions.append(Region(_describe(part, k), mk(body),
                               mk(_record(body, recorded, containers)),
@@ -304,11 +308,14 @@ class _Recorded:
     (every write) or the ids of the nodes whose writes alone need it (see _pushed);
     ``claims``: ids of the max/min reductions reversed without a record (see _claims);
     ``snapshots``: id of a loop -> containers pushed whole before it instead of by its
-    writes, ``covered``: those writes, as (id of the node, container) (see _snapshots);
-    ``recompute``: temporaries re-run in the reverse instead (see remat)."""
+    writes, ``per_iteration``: id of a loop -> scalars pushed at the end of each
+    iteration instead (see _per_iteration), ``covered``: the writes either replaces,
+    as (id of the node, container); ``recompute``: temporaries re-run in the reverse
+    instead (see remat)."""
     by_name: dict
     claims: frozenset = frozenset()
     snapshots: dict = field(default_factory=dict)
+    per_iteration: dict = field(default_factory=dict)
     covered: frozenset = frozenset()
     recompute: Rematerialised = Rematerialised()
 
@@ -439,13 +446,62 @@ def _rewrites(loop, writes, name, container):
     return max(spans) == len(container.shape)
 
 
+def _per_iteration(body, recorded, containers, read_elsewhere):
+    """Recorded scalars private to the iterations of a loop of ``body`` (a decision on
+    data inside a loop: ``if flx[i, j] > 0``): one tasklet at the top of the loop body
+    writes them before any read, every iteration, and no other region reads them
+    (``read_elsewhere``). Their value at the end of each iteration is pushed, and popped
+    at the start of the reversed one, instead of pushing the previous iteration's value
+    before the write: no iteration's record or reverse then reads another's, so both
+    loops can run on threads with their tape in slots."""
+    per_loop, covered = {}, set()
+    for loop in _loops(body):
+        names = []
+        for name in sorted(recorded.names - read_elsewhere):
+            writer = _sole_writer(loop, name)
+            if writer is not None and containers[name].is_scalar and recorded.pushes(
+                    writer, Memlet(name)) and private_scalar(name, loop, body, containers):
+                names.append(name)
+                covered.add((id(writer), name))
+        if names:
+            per_loop[id(loop)] = tuple(names)
+    return replace(recorded, per_iteration=per_loop, covered=recorded.covered | covered)
+
+
+def _loops(region):
+    """Every loop of ``region``, outer ones first."""
+    if isinstance(region, LoopRegion):
+        yield region
+        yield from _loops(region.body)
+    elif isinstance(region, Sequence):
+        for element in region.elements:
+            yield from _loops(element)
+    elif isinstance(region, ConditionalRegion):
+        for _, branch in region.branches:
+            yield from _loops(branch)
+
+
+def _sole_writer(loop, name):
+    """The tasklet writing ``name`` when it is the only node of ``loop`` that does and
+    runs in every iteration (directly in the body, not under a condition or in a map)."""
+    writers = [node for node, _ in _writers(loop.body, name)]
+    top = [node for e in loop.body.elements if isinstance(e, State) for node in e.nodes]
+    if len(writers) == 1 and any(node is writers[0] for node in top):
+        return writers[0]
+    return None
+
+
 # ---- recording forward -----------------------------------------------------------------
 def _record(region, recorded, containers):
     if isinstance(region, Sequence):
         return Sequence(tuple(_record(e, recorded, containers) for e in region.elements))
     if isinstance(region, LoopRegion):
-        loop = replace(region, body=_record(region.body, recorded, containers),
-                       tape_trips=region.exit is not None)
+        body = _record(region.body, recorded, containers)
+        ends = recorded.per_iteration.get(id(region), ())
+        if ends:
+            body = Sequence(body.elements + (State(tuple(Push(Memlet(n), region.line)
+                                                         for n in ends)),))
+        loop = replace(region, body=body, tape_trips=region.exit is not None)
         names = recorded.snapshots.get(id(region), ())
         if not names:
             return loop
@@ -488,8 +544,12 @@ class _Reverser:
             parts = [self.region(e) for e in reversed(region.elements)]
             return Sequence(tuple(p for p in parts if not _empty(p)))
         if isinstance(region, LoopRegion):
-            loop = replace(region, body=self.region(region.body), reverse=not region.reverse,
-                           tape_trips=False)
+            body = self.region(region.body)
+            starts = self.recorded.per_iteration.get(id(region), ())
+            if starts:
+                body = Sequence((State(tuple(Pop(Memlet(n), region.line)
+                                             for n in reversed(starts))),) + body.elements)
+            loop = replace(region, body=body, reverse=not region.reverse, tape_trips=False)
             names = self.recorded.snapshots.get(id(region), ())
             return Sequence((loop, *(self.restore(self.containers[n], region.line)
                                      for n in reversed(names)))) if names else loop

@@ -76,6 +76,9 @@ class CPrinter(C99CodePrinter):
         a, b = (self._index_printer.doprint(x) for x in expr.args)
         return f"sc_mod({a}, {b})"
 
+    def _print_trips(self, expr):
+        return f"sc_trip({', '.join(self._index_printer.doprint(x) for x in expr.args)})"
+
     def _print_Min(self, expr):
         return self._minmax(expr, "sc_imin" if self.index else "sc_min")
 

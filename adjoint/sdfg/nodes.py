@@ -239,6 +239,16 @@ class SDFG:
 SEGMENT = (sp.Symbol("__k0", integer=True), sp.Symbol("__k1", integer=True))
 
 
+class trips(sp.Function):
+    """The number of values of ``range(start, stop, step)`` (C: ``sc_trip``)."""
+    is_integer = True
+
+    @classmethod
+    def eval(cls, start, stop, step):
+        if all(x.is_Integer for x in (start, stop, step)) and step != 0:
+            return sp.Integer(len(range(int(start), int(stop), int(step))))
+
+
 @dataclass(frozen=True)
 class Guard:
     """A condition enclosing a node (one branch of a ConditionalRegion) in a walk's context."""
