@@ -6,9 +6,11 @@ is accurate to ~1e-10 at h = 1e-4; see kernel_testing.fd_directional).  The floa
 kernel is held to 2e-3 against the float64 reference.
 """
 import numpy as np
+import sympy as sp
 import pytest
 
 from adjoint import grad, value_and_grad, vjp
+from adjoint.autodiff.partials import partial
 from adjoint.sdfg.nodes import Push, walk
 from corpus import CASES, CASES_BY_NAME
 from kernel_testing import (arg_names, assert_arrays_close, assert_close_scalar,
@@ -341,3 +343,13 @@ def test_only_writes_a_partial_needs_are_recorded():
     g = grad(case.kernel, wrt="beta")(*args)
     R = args[4] * C + args[3] * args[1] @ args[2]
     assert_close_scalar(g, float(np.sum(2 * R * C)), 1e-12, what="dbeta")
+
+
+def test_a_quotient_rule_partial_divides_once():
+    """d/dy x*y/(y*y + c) over its common denominator: one division, same value."""
+    x, y = sp.symbols("x y", real=True)
+    d = partial(x * y / (y ** 2 + sp.Float(0.01)), y)
+    assert len([p for p in d.atoms(sp.Pow) if p.exp.is_negative]) == 1
+    at = {x: 0.7, y: -1.3}
+    want = 0.7 / (1.69 + 0.01) - 2 * 0.7 * 1.69 / (1.69 + 0.01) ** 2
+    assert abs(float(d.subs(at)) - want) < 1e-14
