@@ -19,6 +19,8 @@ A transient ``T`` is recomputed in loop ``L`` when, in ``L``'s body,
 - every other value a writer reads is not written between that writer and the point
   of recomputation (the last reader): the reverse sweep must hold it as the writer saw
   it, so these reads count as reverse reads and get recorded where they are overwritten.
+  Only values recorded anyway (or never written) qualify: recording ``u`` to recompute
+  ``lap`` from it costs as much tape as recording ``lap``, plus the re-run.
 
 The writers re-run, in program order, just before the reverse of the node holding the
 last reader; nothing in the reverse needs ``T``'s older values after that.
@@ -49,9 +51,11 @@ class _Step:
     writes: frozenset
 
 
-def rematerialise(body, readers, earlier, containers):
+def rematerialise(body, readers, earlier, containers, kept):
     """What to recompute in the loops of one region (``readers``: see reverse._readers;
-    ``earlier``: containers earlier regions' reverse sweeps read)."""
+    ``earlier``: containers earlier regions' reverse sweeps read; ``kept``: containers
+    recorded anyway or never written: a re-run reading anything else would add a record
+    as large as the one it saves, and cost the re-run on top)."""
     writers = {}
     for node, _ in walk(body):
         if isinstance(node, MatMul):
@@ -66,11 +70,11 @@ def rematerialise(body, readers, earlier, containers):
                  and name not in earlier and name in writers}
         while True:
             point = _point(steps, chain, readers)
-            kept = {name for name in chain
-                    if _eligible(name, steps, chain, readers, writers, loop, point)}
-            if kept == chain:
+            eligible = {name for name in chain if _eligible(
+                name, steps, chain, readers, writers, loop, point, kept)}
+            if eligible == chain:
                 break
-            chain = kept
+            chain = eligible
         if not chain:
             continue
         rerun = [s for s in steps if s.tasklet is not None and s.writes & chain]
@@ -125,7 +129,7 @@ def _point(steps, chain, readers):
     return last
 
 
-def _eligible(name, steps, chain, readers, writers, loop, point):
+def _eligible(name, steps, chain, readers, writers, loop, point, kept):
     index = {id(s.tasklet): k for k, s in enumerate(steps) if s.tasklet is not None}
     own = [index.get(id(t)) for t in writers[name]]
     read = [None if node is None else index.get(id(node)) for node, _ in readers[name]]
@@ -140,7 +144,7 @@ def _eligible(name, steps, chain, readers, writers, loop, point):
             if m.data in chain:
                 if max(index.get(id(u), len(steps)) for u in writers[m.data]) >= k:
                     return False
-            elif any(m.data in s.writes for s in steps[k + 1:point + 1]):
+            elif m.data not in kept or any(m.data in s.writes for s in steps[k + 1:point + 1]):
                 return False
     return True
 

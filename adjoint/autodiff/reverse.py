@@ -74,6 +74,7 @@ def differentiate(sdfg, wrt, outputs) -> Adjoint:
         containers[adjoint_name(name)] = Container(adjoint_name(name), c.dtype, c.shape)
     parts = _partition(sdfg.body)
     readers_by = [_readers(Sequence(p), sdfg.containers, active) for p in parts]
+    written = written_containers(sdfg)
     accesses = [_accesses(Sequence(p), sdfg.containers) for p in parts]
     regions, readers, recorded_any = [], {}, set()
     for k, part in enumerate(parts):
@@ -82,7 +83,13 @@ def differentiate(sdfg, wrt, outputs) -> Adjoint:
         reads, writes = accesses[k]
         read_elsewhere = set().union(*(r for j, (r, _) in enumerate(accesses) if j != k))
         earlier = set(readers)
-        remat = rematerialise(body, readers_by[k], earlier, sdfg.containers)
+        readers_here = {n: readers.get(n, set()) | {node for node, _ in rs}
+                        for n, rs in readers_by[k].items()} | {
+            n: rs for n, rs in readers.items() if n not in readers_by[k]}
+        claims = _claims(body, active, readers_by[k], earlier, sdfg.containers)
+        recorded_anyway = set(_pushed(body, readers_by[k], readers_here, earlier, writes, claims))
+        remat = rematerialise(body, readers_by[k], earlier, sdfg.containers,
+                              recorded_anyway | (set(sdfg.containers) - written))
         if remat.names:
             readers_by[k] = _readers(body, sdfg.containers, active, remat.reads)
         for name, rs in readers_by[k].items():
