@@ -241,3 +241,22 @@ def test_a_loop_deciding_on_data_records_and_reverses_on_threads(monkeypatch):
         assert np.array_equal(one, two) and np.array_equal(two, again)
     for got, want in zip(grads[0], limited_flux_gradient(u, c)):
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_a_loop_pushing_a_sum_of_counts_moves_the_tape_past_all_of_them(monkeypatch):
+    """gramschmidt's j loop pushes R[k, j] and a column of A, M + 1 values per iteration:
+    on threads the tape position moves past (M + 1) * n of them once the loop is done,
+    not M + n (the next column overwrote the record, and the gradient was wrong)."""
+    from corpus_more import CASES_BY_NAME, make_gramschmidt
+    from kernel_testing import fd_atol, fd_directional, run_reference
+    case = CASES_BY_NAME["gramschmidt"]
+    rng = np.random.default_rng(6)
+    args = make_gramschmidt(rng, 150)
+    src = case.kernel.specialize(args).backward(frozenset({"A"}), frozenset({"__return"})).source
+    assert "sc_tp += (sc_trip(0, n_M, 1) + 1) * ni_j;" in src
+    monkeypatch.setattr(options, "threads", 2)
+    g = grad(case.kernel, wrt="A")(*args)
+    d = rng.standard_normal(args[0].shape)
+    loss = lambda a: run_reference(case.kernel, a)[0]             # noqa: E731
+    want = fd_directional(loss, args, {"A": 0}, {"A": d})
+    assert np.sum(g * d) == pytest.approx(want, rel=1e-6, abs=fd_atol(loss(args)))
