@@ -241,3 +241,40 @@ def test_a_loop_deciding_on_data_records_and_reverses_on_threads(monkeypatch):
         assert np.array_equal(one, two) and np.array_equal(two, again)
     for got, want in zip(grads[0], limited_flux_gradient(u, c)):
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_edges_of_gathered_nests_run_on_threads(monkeypatch):
+    """heat-3d's gathered adjoint tests, per element of its thin edges, which of its
+    seven terms apply: seven statements an element, so an edge slab of N x N elements
+    is worth threads (on one thread the edges took a third of the reverse sweep at
+    N = 80). The loops over the two sides and over a slab's two planes are too short
+    to share; the rows inside are shared, and the result does not depend on it."""
+    from corpus import CASES_BY_NAME
+    from kernel_testing import fd_atol, fd_directional, run_reference
+    case = CASES_BY_NAME["heat3d"]
+    rng = np.random.default_rng(4)
+    args = (rng.random((72, 72, 72)), rng.random((72, 72, 72)), 1)
+    src = case.kernel.specialize(args).backward(frozenset({"A"}),
+                                                frozenset({"__return"})).source
+    edges = [_block(src, k) for k in range(len(src))
+             if src.startswith("for (int64_t i___side_i = 0;", k)]
+    assert len(edges) == 2 and all("#pragma omp parallel" in e for e in edges)
+    grads = {}
+    for threads in (1, 2):
+        monkeypatch.setattr(options, "threads", threads)
+        grads[threads] = grad(case.kernel, wrt="A")(*args)
+    assert np.array_equal(grads[1], grads[2])
+    d = rng.standard_normal(args[0].shape)
+    loss = lambda a: run_reference(case.kernel, a)[0]             # noqa: E731
+    want = fd_directional(loss, args, {"A": 0}, {"A": d})
+    assert np.sum(grads[2] * d) == pytest.approx(want, rel=1e-7, abs=fd_atol(loss(args)))
+
+
+def _block(src, start):
+    """The C from ``start`` to the brace that closes the block opened there."""
+    depth, k = 0, src.index("{", start)
+    while True:
+        depth += {"{": 1, "}": -1}.get(src[k], 0)
+        if depth == 0:
+            return src[start:k + 1]
+        k += 1

@@ -14,7 +14,8 @@ written in the body must be private: written before any read in every iteration 
 never read outside the loop. A push reads its element, a pop writes it; the tape
 allows threads when every iteration pushes (or every one pops) the same number of
 values, so that each finds its own from its index (``tape_per_iteration``). Only the
-outermost parallel construct gets threads.
+outermost parallel construct gets threads; a loop of a few iterations (8 at most)
+is not one.
 """
 from dataclasses import replace
 
@@ -64,8 +65,12 @@ class _Marker:
 
     # ---- loops ------------------------------------------------------------------------
     def _parallel_loop(self, loop):
-        """The private scalars if ``loop`` can run in parallel, else None."""
-        if loop.stop is None or loop.exit is not None or not loop.step.is_number \
+        """The private scalars if ``loop`` can run in parallel, else None. A few
+        iterations (an edge slab of a gathered nest, its loop over the two sides) are not
+        worth threads: the loops inside may be."""
+        if loop.stop is None or loop.exit is not None or not loop.step.is_number:
+            return None
+        if (loop.stop - loop.start).is_number and loop.stop - loop.start <= 8 \
                 or tape_per_iteration(loop) is None:
             return None
         inner, writes, accesses = set(), {}, {}

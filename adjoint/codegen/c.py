@@ -393,17 +393,20 @@ class _Generator:
         return name, [p for _, p in decls]
 
     def _worth(self, loop):
-        """The condition for threads: loop nests of at least PARALLEL_WORK iterations
-        (estimated from the ranges, outer variables at their start, of the longest
-        innermost loop); None when the
-        nest is provably smaller, since smaller ones lose to the cost of starting threads."""
-        if loop.stop is not None and (loop.stop - loop.start).is_number and \
-                loop.stop - loop.start <= 8:
-            return None         # a few iterations to share (an edge slab): no threads
+        """The condition for threads: loop nests of at least PARALLEL_WORK statement
+        instances (estimated from the ranges, outer variables at their start, of the
+        costliest innermost loop or map, times the statements it runs: each term of a
+        gathered edge tests its own condition); None when the nest is provably smaller,
+        since smaller ones lose to the cost of starting threads."""
+        statements = {}
+        for node, context in walk(loop.body):
+            for maps, _ in _leaves(node):
+                loops = tuple(r for r in context + maps if isinstance(r, LoopRegion))
+                statements[loops] = statements.get(loops, 0) + 1
         volumes = set()
-        for context in {ctx for _, ctx in walk(loop.body)}:     # each innermost loop
-            volume, outer = sp.Integer(1), {}
-            for region in [loop] + [r for r in context if isinstance(r, LoopRegion)][:2]:
+        for loops, count in statements.items():       # each innermost loop or map
+            volume, outer = sp.Integer(count), {}
+            for region in (loop,) + loops:
                 if region.stop is None or index_loads(region.start) or index_loads(region.stop):
                     continue
                 volume *= sp.Max((region.stop - region.start).subs(outer), 1)
