@@ -278,3 +278,20 @@ def _block(src, start):
         if depth == 0:
             return src[start:k + 1]
         k += 1
+
+
+def test_a_loop_pushing_a_sum_of_counts_moves_the_tape_past_all_of_them(monkeypatch):
+    """gramschmidt's j loop pushes R[k, j] and a column of A, M + 1 values per iteration:
+    on threads the tape position moves past (M + 1) * n of them once the loop is done,
+    not M + n (the next column overwrote the record, and the gradient was wrong)."""
+    from corpus_more import CASES_BY_NAME, make_gramschmidt
+    from kernel_testing import fd_atol, fd_directional, run_reference
+    case = CASES_BY_NAME["gramschmidt"]
+    rng = np.random.default_rng(6)
+    args = make_gramschmidt(rng, 150)
+    monkeypatch.setattr(options, "threads", 2)
+    g = grad(case.kernel, wrt="A")(*args)
+    d = rng.standard_normal(args[0].shape)
+    loss = lambda a: run_reference(case.kernel, a)[0]             # noqa: E731
+    want = fd_directional(loss, args, {"A": 0}, {"A": d})
+    assert np.sum(g * d) == pytest.approx(want, rel=1e-6, abs=fd_atol(loss(args)))

@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass, replace
 
 import sympy as sp
+from sympy.printing.precedence import PRECEDENCE
 
 from ..sdfg.nodes import (ConditionalRegion, Guard, LoopRegion, MapScope, Pop, Push, Sequence,
                           SEGMENT, MatMul, Memlet, State, Tasklet, as_reduction,
@@ -565,7 +566,7 @@ class _Generator:
         position moves once, by k n (before the loop for pops, so that ``sc_tp`` is the
         span's start), and the capacity is checked once."""
         var = c_name(loop.var, self.names)
-        total = f"{self.index.doprint(sp.sympify(k))} * n{var}"
+        total = f"{self.index.parenthesize(sp.sympify(k), PRECEDENCE['Mul'])} * n{var}"
         self.open("")
         self.emit(f"const int64_t n{var} = {self._trips(loop)};")
         if pops:
