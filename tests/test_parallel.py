@@ -278,6 +278,86 @@ def _block(src, start):
         if depth == 0:
             return src[start:k + 1]
         k += 1
+@kernel
+def squash_steps(u: float64[N], T: int) -> float:
+    for t in range(T):
+        u[:] = 0.9 * np.tanh(u) + 0.05 * u     # records u: the reverse needs tanh'(old u)
+    return np.sum(u * u)
+
+
+@kernel
+def squash_rows(A: float64[N, N]) -> float:
+    for i in range(N):
+        for j in range(N):
+            A[i, j] = np.tanh(A[i, j]) + 0.1 * A[i, j] * A[i, j]
+    return np.sum(A * A)
+
+
+@kernel
+def squash_slices(A: float64[N, N]) -> float:
+    for i in range(N):
+        A[i, :] = np.tanh(A[i, :]) + 0.1 * A[i, :]     # a recording map in the loop
+    return np.sum(A * A)
+
+
+@kernel
+def squash_planes(A: float64[N, N], T: int) -> float:
+    for t in range(T):
+        A[:, :] = 0.9 * np.tanh(A) + 0.05 * A
+    return np.sum(A * A)
+
+
+@pytest.mark.c_source
+def test_recording_nests_run_on_threads():
+    """Maps that record run on threads, as the loops of their reverse, in the record
+    and in the reverse; inside a time loop, as one function over each thread's share
+    that takes the tape and the positions: a flat map keeps its slots
+    (sc_tp + c * n + k), the rows of a 2-D one start at their own tape positions
+    (sc_tp0 + k * m), as loops that record do (squash_rows)."""
+    import re
+
+    def backward(k, args):
+        return k.specialize(args).backward(frozenset({"u" if k is squash_steps else "A"}),
+                                           frozenset({"__return"})).source
+    src = backward(squash_steps, (np.ones(5), 2))
+    shared = re.findall(r"static SC_SHARED void \w+\(([^)]*)\) \{\n(.*?)\n\}", src, re.S)
+    tape = [body for params, body in shared
+            if "double *restrict sc_tape, const int64_t sc_tp, const int64_t n" in params]
+    assert len(tape) == 2        # the record's pushes and the reverse's pops
+    assert re.search(r"sc_tape\[sc_tp \+ 0 \* n\w+ \+ k\w+\] = v_u\[", tape[0])
+    assert re.search(r"v_u\[\w+\] = sc_tape\[sc_tp \+ 0 \* n\w+ \+ k\w+\];", tape[1])
+    src = backward(squash_planes, (np.ones((5, 5)), 2))
+    assert src.count("double *restrict sc_tape, const int64_t sc_tp0, int64_t sc_k0") == 2
+    for k, args in ((squash_rows, (np.ones((5, 5)),)), (squash_slices, (np.ones((5, 5)),)),
+                    (squash_planes, (np.ones((5, 5)), 2))):
+        src = backward(k, args)
+        assert src.count("const int64_t sc_tp0 = sc_tp;") == 2, k.py_func.__name__
+        assert re.search(r"int64_t sc_tp = sc_tp0 \+ \(k\w+\) \* \(sc_trip", src)
+        assert re.search(r"int64_t sc_tp = sc_tp0 \+ \(k\w+ \+ 1\) \* \(sc_trip", src)
+
+
+@pytest.mark.parametrize("k,make", [
+    (squash_steps, lambda r: (r.standard_normal(40000), 3)),
+    (squash_rows, lambda r: (r.standard_normal((200, 200)),)),
+    (squash_slices, lambda r: (r.standard_normal((200, 200)),)),
+    (squash_planes, lambda r: (r.standard_normal((200, 200)), 2))],
+    ids=["flat", "rows", "slices", "planes"])
+def test_recording_nests_on_threads_give_the_serial_gradient(k, make, monkeypatch):
+    """Above the work threshold: two threads' gradient equals one thread's, and finite
+    differences."""
+    from kernel_testing import fd_atol, fd_directional, run_reference
+    args = make(np.random.default_rng(1))
+    wrt = "u" if k is squash_steps else "A"
+    grads = {}
+    for threads in (1, 2):
+        monkeypatch.setattr(options, "threads", threads)
+        grads[threads] = grad(k, wrt=wrt)(*args)
+    assert np.array_equal(grads[1], grads[2])
+    d = np.random.default_rng(2).standard_normal(args[0].shape)
+    loss = lambda a: run_reference(k, a)[0]             # noqa: E731
+    want = fd_directional(loss, args, {wrt: 0}, {wrt: d})
+    assert np.sum(grads[2] * d) == pytest.approx(want, rel=1e-7, abs=fd_atol(loss(args)))
+
 
 
 def test_a_loop_pushing_a_sum_of_counts_moves_the_tape_past_all_of_them(monkeypatch):
