@@ -243,6 +243,122 @@ def test_a_loop_deciding_on_data_records_and_reverses_on_threads(monkeypatch):
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
 
 
+def test_edges_of_gathered_nests_run_on_threads(monkeypatch):
+    """heat-3d's gathered adjoint tests, per element of its thin edges, which of its
+    seven terms apply: seven statements an element, so an edge slab of N x N elements
+    is worth threads (on one thread the edges took a third of the reverse sweep at
+    N = 80). The loops over the two sides and over a slab's two planes are too short
+    to share; the rows inside are shared, and the result does not depend on it."""
+    from corpus import CASES_BY_NAME
+    from kernel_testing import fd_atol, fd_directional, run_reference
+    case = CASES_BY_NAME["heat3d"]
+    rng = np.random.default_rng(4)
+    args = (rng.random((72, 72, 72)), rng.random((72, 72, 72)), 1)
+    src = case.kernel.specialize(args).backward(frozenset({"A"}),
+                                                frozenset({"__return"})).source
+    edges = [_block(src, k) for k in range(len(src))
+             if src.startswith("for (int64_t i___side_i = 0;", k)]
+    assert len(edges) == 2 and all("#pragma omp parallel" in e for e in edges)
+    grads = {}
+    for threads in (1, 2):
+        monkeypatch.setattr(options, "threads", threads)
+        grads[threads] = grad(case.kernel, wrt="A")(*args)
+    assert np.array_equal(grads[1], grads[2])
+    d = rng.standard_normal(args[0].shape)
+    loss = lambda a: run_reference(case.kernel, a)[0]             # noqa: E731
+    want = fd_directional(loss, args, {"A": 0}, {"A": d})
+    assert np.sum(grads[2] * d) == pytest.approx(want, rel=1e-7, abs=fd_atol(loss(args)))
+
+
+def _block(src, start):
+    """The C from ``start`` to the brace that closes the block opened there."""
+    depth, k = 0, src.index("{", start)
+    while True:
+        depth += {"{": 1, "}": -1}.get(src[k], 0)
+        if depth == 0:
+            return src[start:k + 1]
+        k += 1
+@kernel
+def squash_steps(u: float64[N], T: int) -> float:
+    for t in range(T):
+        u[:] = 0.9 * np.tanh(u) + 0.05 * u     # records u: the reverse needs tanh'(old u)
+    return np.sum(u * u)
+
+
+@kernel
+def squash_rows(A: float64[N, N]) -> float:
+    for i in range(N):
+        for j in range(N):
+            A[i, j] = np.tanh(A[i, j]) + 0.1 * A[i, j] * A[i, j]
+    return np.sum(A * A)
+
+
+@kernel
+def squash_slices(A: float64[N, N]) -> float:
+    for i in range(N):
+        A[i, :] = np.tanh(A[i, :]) + 0.1 * A[i, :]     # a recording map in the loop
+    return np.sum(A * A)
+
+
+@kernel
+def squash_planes(A: float64[N, N], T: int) -> float:
+    for t in range(T):
+        A[:, :] = 0.9 * np.tanh(A) + 0.05 * A
+    return np.sum(A * A)
+
+
+@pytest.mark.c_source
+def test_recording_nests_run_on_threads():
+    """Maps that record run on threads, as the loops of their reverse, in the record
+    and in the reverse; inside a time loop, as one function over each thread's share
+    that takes the tape and the positions: a flat map keeps its slots
+    (sc_tp + c * n + k), the rows of a 2-D one start at their own tape positions
+    (sc_tp0 + k * m), as loops that record do (squash_rows)."""
+    import re
+
+    def backward(k, args):
+        return k.specialize(args).backward(frozenset({"u" if k is squash_steps else "A"}),
+                                           frozenset({"__return"})).source
+    src = backward(squash_steps, (np.ones(5), 2))
+    shared = re.findall(r"static SC_SHARED void \w+\(([^)]*)\) \{\n(.*?)\n\}", src, re.S)
+    tape = [body for params, body in shared
+            if "double *restrict sc_tape, const int64_t sc_tp, const int64_t n" in params]
+    assert len(tape) == 2        # the record's pushes and the reverse's pops
+    assert re.search(r"sc_tape\[sc_tp \+ 0 \* n\w+ \+ k\w+\] = v_u\[", tape[0])
+    assert re.search(r"v_u\[\w+\] = sc_tape\[sc_tp \+ 0 \* n\w+ \+ k\w+\];", tape[1])
+    src = backward(squash_planes, (np.ones((5, 5)), 2))
+    assert src.count("double *restrict sc_tape, const int64_t sc_tp0, int64_t sc_k0") == 2
+    for k, args in ((squash_rows, (np.ones((5, 5)),)), (squash_slices, (np.ones((5, 5)),)),
+                    (squash_planes, (np.ones((5, 5)), 2))):
+        src = backward(k, args)
+        assert src.count("const int64_t sc_tp0 = sc_tp;") == 2, k.py_func.__name__
+        assert re.search(r"int64_t sc_tp = sc_tp0 \+ \(k\w+\) \* \(sc_trip", src)
+        assert re.search(r"int64_t sc_tp = sc_tp0 \+ \(k\w+ \+ 1\) \* \(sc_trip", src)
+
+
+@pytest.mark.parametrize("k,make", [
+    (squash_steps, lambda r: (r.standard_normal(40000), 3)),
+    (squash_rows, lambda r: (r.standard_normal((200, 200)),)),
+    (squash_slices, lambda r: (r.standard_normal((200, 200)),)),
+    (squash_planes, lambda r: (r.standard_normal((200, 200)), 2))],
+    ids=["flat", "rows", "slices", "planes"])
+def test_recording_nests_on_threads_give_the_serial_gradient(k, make, monkeypatch):
+    """Above the work threshold: two threads' gradient equals one thread's, and finite
+    differences."""
+    from kernel_testing import fd_atol, fd_directional, run_reference
+    args = make(np.random.default_rng(1))
+    wrt = "u" if k is squash_steps else "A"
+    grads = {}
+    for threads in (1, 2):
+        monkeypatch.setattr(options, "threads", threads)
+        grads[threads] = grad(k, wrt=wrt)(*args)
+    assert np.array_equal(grads[1], grads[2])
+    d = np.random.default_rng(2).standard_normal(args[0].shape)
+    loss = lambda a: run_reference(k, a)[0]             # noqa: E731
+    want = fd_directional(loss, args, {wrt: 0}, {wrt: d})
+    assert np.sum(grads[2] * d) == pytest.approx(want, rel=1e-7, abs=fd_atol(loss(args)))
+
+
 def test_a_loop_pushing_a_sum_of_counts_moves_the_tape_past_all_of_them(monkeypatch):
     """gramschmidt's j loop pushes R[k, j] and a column of A, M + 1 values per iteration:
     on threads the tape position moves past (M + 1) * n of them once the loop is done,

@@ -1,10 +1,10 @@
 """Which loops and maps run in parallel (OpenMP), and what each thread keeps private.
 
-A map is parallel unless it records or restores values (codegen runs such a map as the
-loops of its reverse): its plain writes must name a different element per iteration;
+A map is parallel when its plain writes name a different element per iteration;
 accumulations into a scalar become per-thread partial sums (added up in thread order,
 so results do not depend on timing); accumulations that several iterations share use
-atomics.
+atomics. A map that records runs as the loops of its reverse (codegen.c), its outermost
+parallel like a loop that pushes (below): its ranges must not depend on its parameters.
 
 A counted loop is parallel when no element one iteration writes is accessed by
 another: every pair of accesses to a written array must agree, in some dimension,
@@ -14,7 +14,8 @@ written in the body must be private: written before any read in every iteration 
 never read outside the loop. A push reads its element, a pop writes it; the tape
 allows threads when every iteration pushes (or every one pops) the same number of
 values, so that each finds its own from its index (``tape_per_iteration``). Only the
-outermost parallel construct gets threads.
+outermost parallel construct gets threads; a loop of a few iterations (8 at most)
+is not one.
 """
 from dataclasses import replace
 
@@ -49,11 +50,15 @@ class _Marker:
                            for n in region.nodes), region.label)
 
     def _map(self, node):
-        if any(not isinstance(t, Tasklet) for t in node.body):
+        if any(not isinstance(t, (Tasklet, Push)) for t in node.body):
             return node
+        if any(isinstance(t, Push) for t in node.body) and any(
+                index_loads(x) or sp.sympify(x).free_symbols & set(node.params)
+                for r in node.ranges for x in r):
+            return node         # its loops (see codegen.c) would push unequal numbers
         writes = {}
         for t in node.body:
-            for m, _ in t.outputs:
+            for m in _written(t):
                 writes.setdefault(m.data, []).append(m)
         for name, memlets in writes.items():
             plain = [m for m in memlets if not m.wcr]
@@ -64,8 +69,12 @@ class _Marker:
 
     # ---- loops ------------------------------------------------------------------------
     def _parallel_loop(self, loop):
-        """The private scalars if ``loop`` can run in parallel, else None."""
-        if loop.stop is None or loop.exit is not None or not loop.step.is_number \
+        """The private scalars if ``loop`` can run in parallel, else None. A few
+        iterations (an edge slab of a gathered nest, its loop over the two sides) are not
+        worth threads: the loops inside may be."""
+        if loop.stop is None or loop.exit is not None or not loop.step.is_number:
+            return None
+        if (loop.stop - loop.start).is_number and loop.stop - loop.start <= 8 \
                 or tape_per_iteration(loop) is None:
             return None
         inner, writes, accesses = set(), {}, {}

@@ -308,7 +308,10 @@ class _Generator:
         if not worth:
             self._sequential_loop(loop)
             return
-        if len(self.loop_vars) > 1 and not loop.segment and not _uses_tape(loop.body):
+        if _uses_tape(loop.body):
+            self._taped_parallel(loop, worth)
+            return
+        if len(self.loop_vars) > 1 and not loop.segment:
             a, b, s = (self.index.doprint(x) for x in (loop.start, loop.stop, loop.step))
             # independent iterations: a reversed loop may run its share forwards
             share = replace(loop, start=loop.start + CHUNK[0] * loop.step,
@@ -316,36 +319,14 @@ class _Generator:
             self._shared(worth, f"sc_trip({a}, {b}, {s})", self.loop_vars[:-1],
                          lambda: self._sequential_loop(share))
             return
+        self.emit(f"#pragma omp parallel for schedule(static) if({worth})")
+        self.in_parallel = True
+        try:
+            self._sequential_loop(loop)
+        finally:
+            self.in_parallel = False
 
-        def threaded(condition):
-            self.in_parallel = True
-            try:
-                if _uses_tape(loop.body):
-                    self._taped_parallel(loop, condition)
-                else:
-                    self.emit(f"#pragma omp parallel for schedule(static){condition}")
-                    self._sequential_loop(loop)
-            finally:
-                self.in_parallel = False
-        self._threads_if(worth, threaded, lambda: self._sequential_loop(loop),
-                         nested=len(self.loop_vars) > 1)
-
-    def _threads_if(self, worth, threaded, serial, nested):
-        """A parallel construct on threads when ``worth`` holds. Inside another loop the
-        test is a plain ``if`` around a serial copy: an OpenMP ``if`` clause that fails
-        still costs a team set-up per call, which small inner loops cannot afford (the
-        nests that _shared can take avoid the copy)."""
-        if not nested:
-            threaded(f" if({worth})")
-            return
-        self.open(f"if ({worth})")
-        threaded("")
-        self.close()
-        self.open("else")
-        serial()
-        self.close()
-
-    def _shared(self, worth, trips, outer, body, sums=()):
+    def _shared(self, worth, trips, outer, body, sums=(), tape=()):
         """A parallel construct inside another loop, as one function ``body`` generates
         over the share ``[sc_k0, sc_k1)`` of its ``trips`` outermost iterations: called
         on the whole range when ``worth`` fails, on each thread's share when it holds.
@@ -353,8 +334,9 @@ class _Generator:
         up a team per call (small inner loops cannot afford it); one function rather than
         a serial copy beside the threaded one, which doubled the C that GCC optimises.
         ``sums``: scalars the iterations add into, through per-thread partial sums
-        added in thread order."""
-        name, params = self._function(body, outer)
+        added in thread order; ``tape``: (declaration, name) of the tape and of the
+        positions its iterations find their values from, passed as they are."""
+        name, params = self._function(body, outer, tape)
 
         def call(k0, k1, given=None):
             args = [(given or {}).get(p, p) for p in params] + [k0, k1]
@@ -370,12 +352,13 @@ class _Generator:
         call("0", trips)
         self.close()
 
-    def _function(self, body, outer):
+    def _function(self, body, outer, tape=()):
         """(name, C names of the parameters) of a new function running ``body``
         (single-threaded code) over ``[sc_k0, sc_k1)``. Its parameters are the sizes,
-        outer loop variables and container pointers it uses, in that order, passed one
-        by one: handing it ``sc_data`` would let every pointer escape, and GCC would no
-        longer trust ``restrict`` in the caller (its loops stopped vectorising)."""
+        outer loop variables and container pointers it uses, in that order, then the
+        (declaration, name) pairs of ``tape``, passed one by one: handing it ``sc_data``
+        would let every pointer escape, and GCC would no longer trust ``restrict`` in
+        the caller (its loops stopped vectorising)."""
         name = f"sc_shared{self.shared_count}"
         self.shared_count += 1
         saved = self.lines, self.depth, self.in_parallel
@@ -387,24 +370,27 @@ class _Generator:
         decls += [(f"const int64_t {c_name(v, self.names)}", c_name(v, self.names)) for v in outer]
         decls += [(f"{C_TYPES[c.dtype.name]} *restrict v_{c.name}", f"v_{c.name}")
                   for c in self.layout.containers]
-        decls = [(d, p) for d, p in decls if p in used]
+        decls = [(d, p) for d, p in decls if p in used] + list(tape)
         signature = ", ".join([d for d, _ in decls] + SHARE)
         self.functions.append("\n".join([f"static SC_SHARED void {name}({signature}) {{"] +
                                          lines + ["}"]) + "\n")
         return name, [p for _, p in decls]
 
     def _worth(self, loop):
-        """The condition for threads: loop nests of at least PARALLEL_WORK iterations
-        (estimated from the ranges, outer variables at their start, of the longest
-        innermost loop); None when the
-        nest is provably smaller, since smaller ones lose to the cost of starting threads."""
-        if loop.stop is not None and (loop.stop - loop.start).is_number and \
-                loop.stop - loop.start <= 8:
-            return None         # a few iterations to share (an edge slab): no threads
+        """The condition for threads: loop nests of at least PARALLEL_WORK statement
+        instances (estimated from the ranges, outer variables at their start, of the
+        costliest innermost loop or map, times the statements it runs: each term of a
+        gathered edge tests its own condition); None when the nest is provably smaller,
+        since smaller ones lose to the cost of starting threads."""
+        statements = {}
+        for node, context in walk(loop.body):
+            for maps, _ in _leaves(node):
+                loops = tuple(r for r in context + maps if isinstance(r, LoopRegion))
+                statements[loops] = statements.get(loops, 0) + 1
         volumes = set()
-        for context in {ctx for _, ctx in walk(loop.body)}:     # each innermost loop
-            volume, outer = sp.Integer(1), {}
-            for region in [loop] + [r for r in context if isinstance(r, LoopRegion)][:2]:
+        for loops, count in statements.items():       # each innermost loop or map
+            volume, outer = sp.Integer(count), {}
+            for region in (loop,) + loops:
                 if region.stop is None or index_loads(region.start) or index_loads(region.stop):
                     continue
                 volume *= sp.Max((region.stop - region.start).subs(outer), 1)
@@ -533,28 +519,42 @@ class _Generator:
         var = c_name(loop.var, self.names)
         self.slots = [f"n{var}", f"k{var}", k - 1 if pops else 0, -1 if pops else 1]
 
-    def _taped_parallel(self, loop, condition):
+    def _taped_parallel(self, loop, worth):
         """A parallel loop whose iterations each push (or each pop) the same number k of
         tape values: each finds its place from its index, where the loop's serial code
         puts them (in slots, or in the q-th block of k values), so that the reverse
-        finds them whether or not either loop runs on threads."""
+        finds them whether or not either loop runs on threads. Inside another loop, one
+        function over each thread's share of the iterations (see _shared), which takes
+        the tape and the positions."""
         kind, per = tape_per_iteration(loop)
         slotted = self._slot_layout(loop) is not None
         var = c_name(loop.var, self.names)
 
-        def run():
-            if slotted:
-                self._use_slots(loop, int(per), kind == "pop")
-            else:
-                self.emit("const int64_t sc_tp0 = sc_tp;")
-            self.emit(f"#pragma omp parallel for schedule(static){condition}")
-            self._open_counted(loop, True)
+        def iterations(share=None):
+            self._open_counted(loop, True, share)
             if not slotted:             # each thread's own position, in the q-th block
                 q = f"k{var} + 1" if kind == "pop" else f"k{var}"
                 self.emit(f"int64_t sc_tp = sc_tp0 + ({q}) * ({self.index.doprint(per)});")
             self._private(loop)
             self.region(loop.body)
             self.close()
+
+        def run():
+            if slotted:
+                self._use_slots(loop, int(per), kind == "pop")
+                tape = [("const int64_t sc_tp", "sc_tp"), (f"const int64_t n{var}", f"n{var}")]
+            else:
+                self.emit("const int64_t sc_tp0 = sc_tp;")
+                tape = [("const int64_t sc_tp0", "sc_tp0")]
+            if len(self.loop_vars) > 1 and not loop.segment:
+                self._shared(worth, f"n{var}", self.loop_vars[:-1],
+                             lambda: iterations(("sc_k0", "sc_k1")),
+                             tape=[("double *restrict sc_tape", "sc_tape")] + tape)
+                return
+            self.emit(f"#pragma omp parallel for schedule(static) if({worth})")
+            self.in_parallel = True
+            iterations()
+            self.in_parallel = False
         self._tape_span(loop, per, kind == "pop", run)
 
     def _tape_span(self, loop, k, pops, body):
@@ -586,11 +586,13 @@ class _Generator:
         a, b, s = (self.index.doprint(x) for x in (loop.start, loop.stop, loop.step))
         return f"sc_trip({a}, {b}, {s})"
 
-    def _open_counted(self, loop, forwards):
+    def _open_counted(self, loop, forwards, share=None):
         """The loop over its iteration counter ``k<var>`` in [0, n<var>) (see _tape_span),
-        forwards or backwards, defining the loop variable."""
+        or forwards over the ``share`` (k0, k1) of it, defining the loop variable."""
         var = c_name(loop.var, self.names)
-        if forwards:
+        if share:
+            self.open(f"for (int64_t k{var} = {share[0]}; k{var} < {share[1]}; ++k{var})")
+        elif forwards:
             self.open(f"for (int64_t k{var} = 0; k{var} < n{var}; ++k{var})")
         else:
             self.open(f"for (int64_t k{var} = n{var} - 1; k{var} >= 0; --k{var})")
@@ -638,12 +640,13 @@ class _Generator:
             self._tasklet(node)
         elif isinstance(node, MapScope):
             # A recording map runs as the loops its reverse runs backwards (reverse.py:
-            # _map_as_loops), so that both place its tape values alike (see _slotted).
+            # _map_as_loops), so that both place its tape values alike (see _slotted);
+            # the outermost on threads when the map may.
             if self.slotted_tape and any(isinstance(n, (Push, Pop)) for n in node.body):
                 body = Sequence((State(node.body),))
                 for p, (a, b, s) in reversed(list(zip(node.params, node.ranges))):
                     body = Sequence((LoopRegion(p, a, b, s, body, node.line),))
-                self.region(body)
+                self.region(replace(body.elements[0], parallel=node.parallel))
             # Scatters (stencil adjoints) would need atomics, which on a few CPU cores
             # cost more than the extra cores give: they stay sequential here.
             elif node.parallel and not self.in_parallel and not shared_sums(node):
