@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 
 import sympy as sp
 
-from ..sdfg.nodes import (LoopRegion, MapScope, MatMul, Sequence, State, Tasklet, index_loads,
-                          walk)
+from ..sdfg.nodes import (MapScope, Sequence, State, Tasklet, index_loads, library_nodes, loops,
+                          tasklets)
 
 CHEAP = (sp.Max, sp.Min, sp.Abs, sp.sign, sp.Piecewise)
 
@@ -57,21 +57,21 @@ def rematerialise(body, readers, earlier, containers, kept):
     recorded anyway or never written: a re-run reading anything else would add a record
     as large as the one it saves, and cost the re-run on top)."""
     writers = {}
-    for node, _ in walk(body):
-        if isinstance(node, MatMul):
-            writers.setdefault(node.out, []).append(node)
-        for t in _tasklets(node):
-            for m, _ in t.outputs:
-                writers.setdefault(m.data, []).append(t)
+    for t, _, _ in tasklets(body):
+        for m, _ in t.outputs:
+            writers.setdefault(m.data, []).append(t)
+    for mm in library_nodes(body):
+        writers.setdefault(mm.out, []).append(mm)
     names, before, reads = set(), {}, {}
-    for loop in _loops(body):
+    for loop in loops(body):
         steps = _steps(loop.body)
+        index = {id(s.tasklet): k for k, s in enumerate(steps) if s.tasklet is not None}
         chain = {name for name in readers if containers[name].transient
                  and name not in earlier and name in writers}
         while True:
             point = _point(steps, chain, readers)
             eligible = {name for name in chain if _eligible(
-                name, steps, chain, readers, writers, loop, point, kept)}
+                name, steps, index, chain, readers, writers, loop, point, kept)}
             if eligible == chain:
                 break
             chain = eligible
@@ -85,18 +85,6 @@ def rematerialise(body, readers, earlier, containers, kept):
     return Rematerialised(frozenset(names), before, reads)
 
 
-def _loops(region):
-    if isinstance(region, Sequence):
-        for element in region.elements:
-            yield from _loops(element)
-    elif isinstance(region, LoopRegion):
-        yield region
-        yield from _loops(region.body)
-    elif not isinstance(region, State):
-        for _, branch in region.branches:
-            yield from _loops(branch)
-
-
 def _steps(region):
     if isinstance(region, Sequence):
         return [s for element in region.elements for s in _steps(element)]
@@ -104,9 +92,9 @@ def _steps(region):
         return [_Step(t, node, _outputs(t)) if isinstance(t, Tasklet) else
                 _Step(None, node, frozenset({node.out}))
                 for node in region.nodes for t in _tasklets(node) or (node,)]
-    return [_Step(None, region, frozenset(m.data for node, _ in walk(region)
-                                          for t in _tasklets(node) for m, _ in t.outputs)
-                  | frozenset(n.out for n, _ in walk(region) if isinstance(n, MatMul)))]
+    return [_Step(None, region, frozenset(m.data for t, _, _ in tasklets(region)
+                                          for m, _ in t.outputs)
+                  | frozenset(mm.out for mm in library_nodes(region)))]
 
 
 def _tasklets(node):
@@ -129,8 +117,7 @@ def _point(steps, chain, readers):
     return last
 
 
-def _eligible(name, steps, chain, readers, writers, loop, point, kept):
-    index = {id(s.tasklet): k for k, s in enumerate(steps) if s.tasklet is not None}
+def _eligible(name, steps, index, chain, readers, writers, loop, point, kept):
     own = [index.get(id(t)) for t in writers[name]]
     read = [None if node is None else index.get(id(node)) for node, _ in readers[name]]
     if None in own or None in read or max(own) >= min(read):

@@ -22,7 +22,7 @@ from ..analysis.parallel import private_scalar
 from ..sdfg.nodes import (SDFG, ConditionalRegion, Container, Guard, LoopRegion, MapScope,
                           MatMul, Memlet, Pop, Push, Sequence, State, Tasklet,
                           condition_containers, every_element, guarded_branches,
-                          library_nodes, self_update, tasklets, walk)
+                          library_nodes, loops, self_update, tasklets, walk)
 from ..codegen.c import counted_loop
 from .gather import gather
 from .partials import partial
@@ -83,19 +83,16 @@ def differentiate(sdfg, wrt, outputs) -> Adjoint:
         reads, writes = accesses[k]
         read_elsewhere = set().union(*(r for j, (r, _) in enumerate(accesses) if j != k))
         earlier = set(readers)
-        readers_here = {n: readers.get(n, set()) | {node for node, _ in rs}
-                        for n, rs in readers_by[k].items()} | {
-            n: rs for n, rs in readers.items() if n not in readers_by[k]}
-        claims = _claims(body, active, readers_by[k], earlier, sdfg.containers)
-        recorded_anyway = set(_pushed(body, readers_by[k], readers_here, earlier, writes, claims))
-        remat = rematerialise(body, readers_by[k], earlier, sdfg.containers,
-                              recorded_anyway | (set(sdfg.containers) - written))
-        if remat.names:
-            readers_by[k] = _readers(body, sdfg.containers, active, remat.reads)
-        for name, rs in readers_by[k].items():
-            readers.setdefault(name, set()).update(node for node, _ in rs)
+        _add_readers(readers, readers_by[k])
         claims = _claims(body, active, readers_by[k], earlier, sdfg.containers)
         pushed = _pushed(body, readers_by[k], readers, earlier, writes, claims)
+        remat = rematerialise(body, readers_by[k], earlier, sdfg.containers,
+                              set(pushed) | (set(sdfg.containers) - written))
+        if remat.names:         # the re-runs read more: record what they need
+            readers_by[k] = _readers(body, sdfg.containers, active, remat.reads)
+            _add_readers(readers, readers_by[k])
+            claims = _claims(body, active, readers_by[k], earlier, sdfg.containers)
+            pushed = _pushed(body, readers_by[k], readers, earlier, writes, claims)
         recorded = _Recorded({n: o for n, o in pushed.items() if n not in remat.names},
                              claims, recompute=remat)
         recorded = _snapshots(body, _after_full_writes(body, recorded, sdfg.containers, active),
@@ -115,6 +112,12 @@ def differentiate(sdfg, wrt, outputs) -> Adjoint:
     needed = set().union(*readers_by)
     return Adjoint(tuple(regions), containers, active, frozenset(recorded_any),
                    bool(needed & written_containers(sdfg)))
+
+
+def _add_readers(readers, own):
+    """Merge one region's readers (see _readers) into the nodes reading each container."""
+    for name, rs in own.items():
+        readers.setdefault(name, set()).update(node for node, _ in rs)
 
 
 def _pushed(body, own, readers, earlier, writes, claims):
@@ -462,7 +465,7 @@ def _per_iteration(body, recorded, containers, read_elsewhere):
     before the write: no iteration's record or reverse then reads another's, so both
     loops can run on threads with their tape in slots."""
     per_loop, covered = {}, set()
-    for loop in _loops(body):
+    for loop in loops(body):
         names = []
         for name in sorted(recorded.names - read_elsewhere):
             writer = _sole_writer(loop, name)
@@ -473,19 +476,6 @@ def _per_iteration(body, recorded, containers, read_elsewhere):
         if names:
             per_loop[id(loop)] = tuple(names)
     return replace(recorded, per_iteration=per_loop, covered=recorded.covered | covered)
-
-
-def _loops(region):
-    """Every loop of ``region``, outer ones first."""
-    if isinstance(region, LoopRegion):
-        yield region
-        yield from _loops(region.body)
-    elif isinstance(region, Sequence):
-        for element in region.elements:
-            yield from _loops(element)
-    elif isinstance(region, ConditionalRegion):
-        for _, branch in region.branches:
-            yield from _loops(branch)
 
 
 def _sole_writer(loop, name):

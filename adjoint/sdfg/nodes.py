@@ -255,6 +255,19 @@ class Guard:
     condition: sp.Basic
 
 
+def loops(region):
+    """Every LoopRegion of ``region``, outer ones first, in program order."""
+    if isinstance(region, LoopRegion):
+        yield region
+        yield from loops(region.body)
+    elif isinstance(region, Sequence):
+        for element in region.elements:
+            yield from loops(element)
+    elif isinstance(region, ConditionalRegion):
+        for _, branch in region.branches:
+            yield from loops(branch)
+
+
 def walk(region):
     """Yield (node, context) for every dataflow node in program order; the context
     is the tuple of enclosing LoopRegions and Guards, outermost first."""
