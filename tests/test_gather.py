@@ -10,6 +10,7 @@ from adjoint import float64, grad, kernel, symbol
 from adjoint.analysis.parallel import parallelize, shared_sums
 from adjoint.sdfg.nodes import SEGMENT, Guard, LoopRegion, MapScope, Tasklet, walk
 
+from corpus import heat3d, make_heat3d
 from kernel_testing import arg_names, assert_arrays_close, copy_args, fd_gradient, rng_for
 
 N = symbol("N")
@@ -244,6 +245,28 @@ def test_both_edges_of_a_dimension_are_one_nest():
         assert len(sides) == 1 and (sides[0].start, sides[0].stop) == (0, 2)
 
 
+HEAT3D = (heat3d, make_heat3d, ("A",))
+
+
+@pytest.mark.parametrize("name", ["nonlinear2d", "checkerboard", "heat3d"])
+def test_edge_slabs_test_rows_not_elements(name):
+    """On the thin edges of the outer dimensions a gathered nest tests, per row, which
+    terms apply, and runs each over its stretch of the row: no test inside a row loop."""
+    k, make, wrt = {**CASES, "heat3d": HEAT3D}[name]
+    edges = 0
+    for sdfg in _reverse_sweeps(k, make(rng_for("rows"), 8), wrt):
+        for node, context in walk(sdfg.body):
+            loops = [r for r in context if isinstance(r, LoopRegion)]
+            tests = [g for g in context if isinstance(g, Guard) and
+                     g.condition.free_symbols & {r.var for r in loops}]
+            if isinstance(node, Tasklet) and tests:
+                edges += 1
+                inner = loops[-1].var
+                assert all(inner not in g.condition.free_symbols for g in tests), \
+                    f"{name}: {inner} tested inside its loop"
+    assert edges
+
+
 @pytest.mark.parametrize("n", [3, 4, 5, 9])
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_gathered_gradient_matches_finite_differences(name, n):
@@ -258,8 +281,14 @@ def test_strided_gradient_matches_finite_differences(name, n):
     _check_finite_differences(name, n)
 
 
+@pytest.mark.parametrize("n", [3, 4, 6])
+def test_gathered_3d_gradient_matches_finite_differences(n):
+    """Edge slabs of two outer dimensions, rows of the third (n = 3: no core)."""
+    _check_finite_differences("heat3d", n)
+
+
 def _check_finite_differences(name, n):
-    k, make, wrt = CASES[name]
+    k, make, wrt = {**CASES, "heat3d": HEAT3D}[name]
     args = make(rng_for(name, n), n)
     index_of = {a: i for i, a in enumerate(arg_names(k))}
     got = grad(k, wrt=wrt)(*copy_args(args))
