@@ -8,10 +8,12 @@ import sympy as sp
 
 from adjoint import float64, grad, kernel, symbol
 from adjoint.analysis.parallel import parallelize, shared_sums
-from adjoint.sdfg.nodes import SEGMENT, Guard, LoopRegion, MapScope, Tasklet, walk
+from adjoint.options import options
+from adjoint.sdfg.nodes import SEGMENT, THREADS, Guard, LoopRegion, MapScope, Tasklet, walk
 
 from corpus import heat3d, make_heat3d
-from kernel_testing import arg_names, assert_arrays_close, copy_args, fd_gradient, rng_for
+from kernel_testing import (arg_names, assert_arrays_close, copy_args, fd_directional, fd_gradient,
+                            rng_for)
 
 N = symbol("N")
 
@@ -163,8 +165,10 @@ def _reverse_sweeps(k, args, wrt):
 
 def _scatters(sdfg, sizes):
     """Adjoint updates that several iterations share and that run at ``sizes``: maps with
-    shared sums, and, in loop nests no enclosing loop of which is parallel, sums into an
-    array the same body accesses at another element of the same lattice too. (The
+    shared sums, and, in loop nests no enclosing loop of which is parallel, a tasklet
+    adding into an array at two elements of the same lattice (the adjoint of one
+    stencil statement; a fused band's groups read, zero and add into neighbours of the
+    elements other groups add into, dependences that point forwards). (The
     scatter a gathered nest keeps for ranges too short to gather runs only below those
     sizes, or in the first iterations of a loop around a triangular nest: guards are
     taken at the last iteration of the loops around them.)"""
@@ -177,13 +181,10 @@ def _scatters(sdfg, sizes):
         if isinstance(node, MapScope) and shared_sums(node):
             found.append(node)
         elif isinstance(node, Tasklet) and loops and not any(r.parallel for r in loops):
-            body = [n for n, c in walk(sdfg.body) if c == context and isinstance(n, Tasklet)]
-            for m, _ in node.outputs:
-                subsets = {x.subset for t in body for x in [y for _, y in t.inputs]
-                           + [y for y, _ in t.outputs] if x.data == m.data}
-                if m.wcr and any(s != m.subset and _may_meet(s, m.subset, loops)
-                                 for s in subsets):
-                    found.append(node)
+            sums = [m for m, _ in node.outputs if m.wcr]
+            if any(x.data == y.data and x.subset != y.subset and
+                   _may_meet(x.subset, y.subset, loops) for x in sums for y in sums):
+                found.append(node)
     return found
 
 
@@ -204,7 +205,7 @@ def _may_meet(x, y, loops):
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_reverse_sweep_of_a_stencil_has_no_scatter(name):
     k, make, wrt = CASES[name]
-    sizes = {N: 16, SEGMENT[0]: 0, SEGMENT[1]: 6}
+    sizes = {N: 64, SEGMENT[0]: 0, SEGMENT[1]: 6}
     for sdfg in _reverse_sweeps(k, make(rng_for(name), 16), wrt):
         assert not _scatters(sdfg, sizes), f"{name}: a scatter is left in\n{sdfg.body}"
 
@@ -265,6 +266,65 @@ def test_edge_slabs_test_rows_not_elements(name):
                 assert all(inner not in g.condition.free_symbols for g in tests), \
                     f"{name}: {inner} tested inside its loop"
     assert edges
+
+
+def _innermost_writes(region, context=()):
+    """(enclosing conditions, containers written) of each innermost loop's body."""
+    for node, ctx in walk(region):
+        loops = [r for r in ctx if isinstance(r, LoopRegion)]
+        if isinstance(node, Tasklet) and loops:
+            yield ctx, loops[-1], {m.data for m, _ in node.outputs}
+
+
+def _bands_in(name):
+    k, make, wrt = CASES[name]
+    found = {}
+    for sdfg in _reverse_sweeps(k, make(rng_for("bands"), 16), wrt):
+        for ctx, loop, written in _innermost_writes(sdfg.body):
+            threads = any(isinstance(g, Guard) and THREADS in g.condition.free_symbols
+                          for g in ctx)
+            found.setdefault((id(loop), threads), set()).update(written)
+    return found
+
+
+@pytest.mark.parametrize("name", ["smooth1d", "two_statements", "sliced"])
+def test_gathered_groups_of_a_1d_nest_fuse_for_one_thread(name):
+    """The gathers of one reverse nest and the zeroing after them run as one band (one
+    pass over the arrays), moved along the row so that each reads what an earlier one
+    wrote behind its stores; a 1-D band would serialise the only loop, so with several
+    threads (a condition on the thread count) the groups' own nests run instead."""
+    found = _bands_in(name)
+    fused = [w for (_, threads), w in found.items() if threads and len(w) >= 2]
+    assert fused, f"{name}: no band of several targets under a thread-count condition"
+
+
+def test_gathered_groups_of_a_2d_nest_fuse_along_rows():
+    """Rows stay independent in a 2-D band: no thread-count condition, outer loop
+    parallel."""
+    found = _bands_in("nonlinear2d")
+    assert any(len(w) >= 2 and not threads for (_, threads), w in found.items())
+
+
+@pytest.mark.parametrize("threads,n", [(1, 200), (2, 20000)])
+@pytest.mark.parametrize("name", ["smooth1d", "two_statements", "sliced", "red_black",
+                                  "stride3"])
+def test_banded_gradient_matches_a_directional_difference(name, threads, n, monkeypatch):
+    """At sizes past the bands' spread (the finite-difference tests below run the
+    scatter kept for short ranges): <grad, v> against a central difference of the
+    compiled forward along v, with one thread (the band) and two (the groups' nests).
+    (Not the kernels whose derivatives grow with N like i**T or c**N, where no step h
+    resolves the difference.)"""
+    monkeypatch.setattr(options, "threads", threads)
+    k, make, wrt = CASES[name]
+    args = make(rng_for(name, n), n)
+    index_of = {a: i for i, a in enumerate(arg_names(k))}
+    rng = np.random.default_rng(n)
+    directions = {w: rng.standard_normal(np.shape(args[index_of[w]])) for w in wrt}
+    got = grad(k, wrt=wrt)(*copy_args(args))
+    got = got if isinstance(got, tuple) else (got,)
+    want = fd_directional(lambda a: float(k(*copy_args(a))), args, index_of, directions)
+    along = sum(float(np.sum(g * directions[w])) for w, g in zip(wrt, got))
+    assert abs(along - want) <= 1e-7 * max(abs(want), 1.0), (along, want)
 
 
 @pytest.mark.parametrize("n", [3, 4, 5, 9])

@@ -132,6 +132,38 @@ def running_sum(x: float64[N], y: float64[N]) -> float:
     return s
 
 
+@kernel
+def forward_dependence(x: float64[N], y: float64[N]) -> float:
+    s = 0.0
+    for i in range(1, N - 1):
+        y[i] = 2.0 * x[i]
+        s += y[i - 1] * x[i]                 # reads what the previous iteration wrote
+    return s
+
+
+@kernel
+def backward_dependence(x: float64[N], y: float64[N]) -> float:
+    s = 0.0
+    for i in range(1, N - 1):
+        s += y[i - 1] * x[i]                 # reads y[i - 1] before ...
+        y[i] = 2.0 * x[i]                    # ... the previous iteration wrote it last
+    return s
+
+
+@pytest.mark.c_source
+def test_simd_sums_keep_lexically_forward_dependences_only():
+    """A loop whose iterations meet only in lexically forward dependences (what a SIMD
+    chunk preserves) still sums under ``omp simd``; a backward one stays in order."""
+    rng = np.random.default_rng(5)
+    x = rng.random(50)
+    for k in (forward_dependence, backward_dependence):
+        y = rng.random(50)
+        want = k.py_func(x.copy(), y.copy())
+        assert k(x, y) == pytest.approx(want, rel=1e-13)
+    assert "omp simd" in next(iter(forward_dependence._specs.values())).forward.source
+    assert "omp simd" not in next(iter(backward_dependence._specs.values())).forward.source
+
+
 @pytest.mark.c_source
 def test_inner_sums_vectorise_as_simd_reductions():
     rng = np.random.default_rng(3)

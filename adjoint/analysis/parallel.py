@@ -25,6 +25,8 @@ from ..sdfg.nodes import (ConditionalRegion, Guard, LoopRegion, MapScope, MatMul
                           Sequence, State, Tasklet, condition_containers, index_loads, trips,
                           walk)
 
+PARALLEL_WORK = 32768   # statement instances below which a parallel construct runs on one thread
+
 
 def parallelize(sdfg):
     """The SDFG with its outermost parallel loops and maps marked."""

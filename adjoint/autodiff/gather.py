@@ -41,16 +41,23 @@ Restores from the tape run first, in the loops' own order. A reversed nest of su
 iterations without offsets runs forwards (reversed vector loads need permutes). After
 the gather of an in-place lattice update, the terms that zero the lattice it read run
 in its nest, each element after the sums that read it: one pass instead of two.
+
+On the CPU the distributed nests then fuse again into *bands* (see _bands): each runs
+in the band's nest shifted along the innermost dimension far enough that it touches
+every element after the earlier nests did, so a reverse step passes over its arrays
+once, not once per target. Outer dimensions never shift, so rows stay independent and
+outer loops parallel; a 1-D band has only its one loop, so it runs on one thread, and
+where threads would run the distributed nests run instead.
 """
 from dataclasses import dataclass, field, replace
 
 import sympy as sp
 
-from ..analysis.parallel import injective
+from ..analysis.parallel import PARALLEL_WORK, injective
 from ..frontend.functions import floordiv
 from ..options import options
-from ..sdfg.nodes import (SEGMENT, ConditionalRegion, LoopRegion, MapScope, Memlet, Pop,
-                          Sequence, State, Tasklet, index_loads)
+from ..sdfg.nodes import (SEGMENT, THREADS, ConditionalRegion, LoopRegion, MapScope, Memlet,
+                          Pop, Sequence, State, Tasklet, index_loads)
 
 
 MAX_LOOPS = 256      # innermost loops one nest may become; beyond, it stays a scatter
@@ -275,13 +282,16 @@ def _rewrite(nest, pops, line):
     groups = _folded(_groups(terms, nest.vars))
     if all(g.key is None for g in groups):
         return None
-    loops = [n for group in groups for n in _emit(group, nest, line)]
+    bands = _bands(groups, nest.vars)
+    loops = [n for band in bands for n in _emit(band, nest, line)]
+    if len(bands) < len(groups) and len(nest.vars) == 1:
+        loops = [_unless_threads(groups, nest, loops, line)]
     if sum(_innermost(n) for n in loops) > MAX_LOOPS:
         return None
     condition = sp.And(*(sp.Ge(hi - lo, max(offsets) - min(offsets))
-                         for g in groups if g.key is not None
+                         for band in bands if band.gathered
                          for (lo, hi), offsets in zip(nest.bounds,
-                                                      zip(*(t.shift for t in g.everything())))
+                                                      zip(*(t.shift for t in band.terms())))
                          if max(offsets) > min(offsets)))
     return condition, loops
 
@@ -505,34 +515,190 @@ def _back(term, variables):
     return {v: s * (v - o) for v, o, s in zip(variables, term.shift, term.sign)}
 
 
-def _emit(group, nest, line):
-    """Loop nests running the group's terms, each term over its own (shifted) range:
-    over the core of the outer dimensions, rows cut along the innermost one; around
-    that core, one thin edge per side and outer dimension, testing per element which
-    terms apply there."""
+# ---- bands: gathered nests fused -------------------------------------------------------
+@dataclass(frozen=True)
+class _Band:
+    """Consecutive groups run in one nest, each moved along the innermost dimension by its
+    own alignment (see _bands). ``units`` in order: the gathered terms of a group (added
+    up in one tasklet), then each lagged or ungathered term alone; every term placed
+    (its shift includes the alignment). ``gathered``: some unit gathers."""
+    units: tuple
+    gathered: bool
+
+    def terms(self):
+        return [t for unit in self.units for t in unit]
+
+
+MAX_SPREAD = 64     # most innermost shifts a band's terms may spread over
+SLACK = 16          # elements a read stays behind the store it reads (see _bands)
+
+
+def _bands(groups, variables):
+    """The groups as bands: each group joins the band before it when it can run at
+    every point right after the band's terms, moved by an alignment a along the
+    innermost dimension. A pair of accesses to one element, one of them a write, gives
+    a bound: the band reaches the element at point u, the group at w (before the move)
+    with ``u - w = d``, so ``a >= d`` keeps the band first, and ``a >= d + SLACK`` when
+    the group reads what the band wrote: a vector load that overlaps a store still in
+    flight waits for it (minmod's band: 84 ms at a = d, 48 at d + 16, 56 unfused). Any
+    other dimension must meet at the same point (d = 0 there), so rows stay
+    independent and the outer loops parallel. Sums into one element from both commute
+    (bound kept for the vectoriser: every dependence then points forwards, which SIMD
+    chunks preserve). The band's arrays pass through the caches once instead of once
+    per group. On the GPU every group stays a grid of independent points."""
+    bands = []
+    for group in groups:
+        joined = _joined(bands[-1], group, variables) \
+            if bands and options.device == "cpu" else None
+        if joined is None:
+            joined = _alone(group, variables)
+        else:
+            bands.pop()
+        bands.append(joined)
+    return bands
+
+
+def _alone(group, variables):
+    """The band of one group."""
+    return _Band(tuple(_units(group, _sign(group, None, variables), 0)), group.key is not None)
+
+
+def _unless_threads(groups, nest, banded, line):
+    """A band of a 1-D nest carries dependences along its only loop, which then cannot
+    get threads: where threads would run (more than one, at least PARALLEL_WORK term
+    instances), the groups' own nests run instead."""
+    plain = [n for group in groups for n in _emit(_alone(group, nest.vars), nest, line)]
+    (lo, hi), = nest.bounds
+    work = sum(len(group.everything()) for group in groups) * (hi - lo)
+    threads = sp.And(sp.Gt(THREADS, 1), sp.Ge(work, PARALLEL_WORK))
+    return ConditionalRegion(((threads, Sequence(tuple(plain))),
+                              (None, Sequence(tuple(banded)))), line)
+
+
+def _sign(group, band, variables):
+    """The orientation the group's terms run in: its gathered terms', else the band's."""
+    if group.key is not None:
+        return group.terms[0].sign
+    if band is not None and band.gathered:
+        return next(t for t in band.terms() if t.sign is not None).sign
+    return (1,) * len(variables)
+
+
+def _units(group, sign, align):
+    """The group's units (see _Band), placed ``align`` along the innermost dimension:
+    an ungathered group's terms run at their own iteration (shift 0, whatever their
+    target's offset)."""
+    def placed(t, shift):
+        return replace(t, shift=shift[:-1] + (shift[-1] + align,), sign=sign)
     if group.key is None:
-        return [_loops(nest.vars, nest.bounds, tuple(_tasklet([t], ()) for t in group.terms),
+        return [[placed(t, (0,) * len(sign))] for t in group.terms]
+    return [[placed(t, t.shift) for t in group.terms]] + \
+        [[placed(t, t.shift)] for t in group.lagged]
+
+
+def _joined(band, group, variables):
+    """``band`` with ``group`` joined (see _bands), or None."""
+    sign = _sign(group, band, variables)
+    if sign != band.terms()[0].sign:
+        return None
+    trial = [t for unit in _units(group, sign, 0) for t in unit]
+    align = None
+    for x in (a for t in band.terms() for a in _placed_accesses(t, variables)):
+        for y in (a for t in trial for a in _placed_accesses(t, variables)):
+            if x[0] != y[0] or x[2] == y[2] == "read":
+                continue
+            d = _distance(x[1], y[1], variables)
+            summed = x[2] == y[2] == "sum"
+            if d is _NEVER or summed and (d is _ANY or any(d[:-1])):
+                continue
+            if d is _ANY or any(d[:-1]):
+                return None
+            bound = d[-1] + (SLACK if x[2] != "read" and y[2] != "write" else 0)
+            align = bound if align is None else max(align, bound)
+    units = band.units + tuple(_units(group, sign, align or 0))
+    shifts = [t.shift[-1] for unit in units for t in unit]
+    if max(shifts) - min(shifts) > MAX_SPREAD:
+        return None
+    return _Band(units, band.gathered or group.key is not None)
+
+
+def _placed_accesses(term, variables):
+    """(array, subset at point u, "read" | "write" | "sum") of each access of a placed
+    term (see _tasklet)."""
+    back = _back(term, variables)
+    out = [(m.data, tuple(sp.expand(e.subs(back, simultaneous=True)) for e in m.subset),
+            "read") for _, m in term.inputs]
+    target = _target_key(term, variables)[1]
+    return out + [(term.out.data, target, "sum" if term.out.wcr else "write")]
+
+
+_NEVER, _ANY = "never", "any"
+
+
+def _distance(x, y, variables):
+    """``u - w`` per variable where subset ``x`` at point u names the element subset
+    ``y`` names at w; _NEVER if no such points, _ANY if they cannot be told (not affine
+    alike, or some variable free)."""
+    d = {}
+    for ex, ey in zip(x, y):
+        fx, fy = _linear(ex, variables), _linear(ey, variables)
+        if fx is None or fy is None or fx[0] != fy[0]:
+            return _ANY
+        apart = sp.expand(fy[1] - fx[1])
+        if not apart.is_Integer:
+            return _ANY
+        used = [(v, a) for v, a in zip(variables, fx[0]) if a]
+        if not used:
+            if apart:
+                return _NEVER
+            continue
+        if len(used) > 1:
+            return _ANY
+        (v, a), = used
+        if apart % a or d.setdefault(v, apart // a) != apart // a:
+            return _NEVER
+    if len(d) < len(variables):
+        return _ANY
+    return tuple(int(d[v]) for v in variables)
+
+
+def _linear(e, variables):
+    """(integer coefficient of each variable, the rest) of ``e``, or None."""
+    coefficients = tuple(sp.diff(e, v) for v in variables)
+    if not all(c.is_Integer for c in coefficients):
+        return None
+    return coefficients, sp.expand(e - sum(c * v for c, v in zip(coefficients, variables)))
+
+
+def _emit(band, nest, line):
+    """Loop nests running the band's terms, each term over its own (shifted) range:
+    over the core of the outer dimensions, rows cut along the innermost one; around
+    that core, one thin edge per side and outer dimension, testing per row which terms
+    apply there (see _edge_row). The rows are independent (see _bands), so edges may
+    run after the core."""
+    if not band.gathered:
+        return [_loops(nest.vars, nest.bounds, tuple(_tasklet(u, ()) for u in band.units),
                        line)]
-    terms, (*outer, inner) = group.everything(), range(len(nest.vars))
+    terms, (*outer, inner) = band.terms(), range(len(nest.vars))
     bounds = _oriented(nest.bounds, terms[0].sign)
-    spans = {t: [(lo + o, hi + o) for (lo, hi), o in zip(bounds, t.shift)] for t in terms}
-    core = [(max(spans[t][d][0] for t in terms), min(spans[t][d][1] for t in terms))
+    spans = {id(t): [(lo + o, hi + o) for (lo, hi), o in zip(bounds, t.shift)] for t in terms}
+    core = [(max(spans[id(t)][d][0] for t in terms), min(spans[id(t)][d][1] for t in terms))
             for d in range(len(nest.vars))]
     rows = []
     for piece in _intervals(sorted({t.shift[inner] for t in terms})):
-        tasklets = _piece(group, piece, nest.vars)
+        tasklets = _piece(band, piece, nest.vars)
         if tasklets:
             rows.append(_loops(nest.vars[inner:], [_range(piece, bounds[inner])], tasklets,
                                line))
     out = [_loops(nest.vars[:inner], core[:inner], None, line, Sequence(tuple(rows)))]
-    union = [(min(spans[t][d][0] for t in terms), max(spans[t][d][1] for t in terms))
+    union = [(min(spans[id(t)][d][0] for t in terms), max(spans[id(t)][d][1] for t in terms))
              for d in range(len(nest.vars))]
     cpu = options.device == "cpu"
     depth = inner if cpu else len(nest.vars)     # the slabs' loops around their body
     for d in outer:
-        body = Sequence(tuple(_edge_row(t, spans[t], union, nest.vars, d, line) if cpu else
-                              _when(_inside(spans[t], union, nest.vars, d),
-                                    State((_tasklet([t], nest.vars),)), line)
+        body = Sequence(tuple(_edge_row(t, spans[id(t)], union, nest.vars, d, line) if cpu
+                              else _when(_inside(spans[id(t)], union, nest.vars, d),
+                                         State((_tasklet([t], nest.vars),)), line)
                               for t in terms))
         low, high = (union[d][0], core[d][0]), (core[d][1], union[d][1])
         edges = [e for e in (low, high) if sp.expand(e[1] - e[0]) != 0]
@@ -554,13 +720,11 @@ def _edge_row(term, span, union, variables, first, line):
     return _when(_inside(span[:-1], union[:-1], variables[:-1], first), row, line)
 
 
-def _piece(group, piece, variables):
-    """The tasklets of a piece of a row: one adding up the gathered terms that apply
-    there, then the lagged terms that do."""
-    summed, lagged = ([t for t in terms if _applies(t.shift[-1], piece)]
-                      for terms in (group.terms, group.lagged))
-    return ((_tasklet(summed, variables),) if summed else ()) + \
-        tuple(_tasklet([t], variables) for t in lagged)
+def _piece(band, piece, variables):
+    """The tasklets of a piece of a row: per unit, one adding up its terms that apply
+    there."""
+    units = ([t for t in unit if _applies(t.shift[-1], piece)] for unit in band.units)
+    return tuple(_tasklet(terms, variables) for terms in units if terms)
 
 
 def _oriented(bounds, sign):

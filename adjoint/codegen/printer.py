@@ -2,7 +2,7 @@
 import sympy as sp
 from sympy.printing.c import C99CodePrinter
 
-from ..sdfg.nodes import index_loads
+from ..sdfg.nodes import THREADS, index_loads
 
 
 class CPrinter(C99CodePrinter):
@@ -114,6 +114,8 @@ def c_name(symbol, names):
     keep them clear of C keywords and of each other."""
     if symbol in names:
         return names[symbol]
+    if symbol == THREADS:
+        return "omp_get_max_threads()"
     if symbol.is_integer:
         return "i_" + symbol.name
     return "c_" + symbol.name.lstrip("_")

@@ -237,6 +237,9 @@ class SDFG:
 
 # Iteration bounds of a segment loop, the last two integer arguments of every entry point.
 SEGMENT = (sp.Symbol("__k0", integer=True), sp.Symbol("__k1", integer=True))
+# The threads a parallel loop would get (C: omp_get_max_threads(), 1 without OpenMP); in
+# conditions of CPU code only, choosing between code for one thread and for several.
+THREADS = sp.Symbol("__threads", integer=True, positive=True)
 
 
 class trips(sp.Function):

@@ -1,8 +1,8 @@
 """Structural checks run after every pass in the tests."""
 import sympy as sp
 
-from .nodes import (SEGMENT, ConditionalRegion, LoopRegion, MapScope, MatMul, Pop, Push,
-                    Sequence, Tasklet, condition_containers, flag_symbol, tasklets, walk)
+from .nodes import (SEGMENT, THREADS, ConditionalRegion, LoopRegion, MapScope, MatMul, Pop,
+                    Push, Sequence, Tasklet, condition_containers, flag_symbol, tasklets, walk)
 
 
 class InvalidSDFG(AssertionError):
@@ -13,7 +13,7 @@ def validate(sdfg):
     """Raise :class:`InvalidSDFG` if a memlet names an unknown container, has the
     wrong number of indices, or an expression uses an unbound symbol."""
     _check_flags(sdfg, sdfg.body)
-    known = set(sdfg.symbols) | set(SEGMENT)      # every entry point takes a segment
+    known = set(sdfg.symbols) | set(SEGMENT) | {THREADS}    # every entry takes a segment
     for node, context in walk(sdfg.body):
         bound = set(known)
         for region in context:
