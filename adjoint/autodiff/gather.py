@@ -282,7 +282,10 @@ def _rewrite(nest, pops, line):
     groups = _folded(_groups(terms, nest.vars))
     if all(g.key is None for g in groups):
         return None
-    bands = _bands(groups, nest.vars)
+    if len(nest.vars) == 1 and any(len(m.subset) > 1 for m in memlets):
+        bands = [_alone(group, nest.vars) for group in groups]    # a row of bigger arrays
+    else:
+        bands = _bands(groups, nest.vars)
     loops = [n for band in bands for n in _emit(band, nest, line)]
     if len(bands) < len(groups) and len(nest.vars) == 1:
         loops = [_unless_threads(groups, nest, loops, line)]
@@ -566,7 +569,9 @@ def _alone(group, variables):
 def _unless_threads(groups, nest, banded, line):
     """A band of a 1-D nest carries dependences along its only loop, which then cannot
     get threads: where threads would run (more than one, at least PARALLEL_WORK term
-    instances), the groups' own nests run instead."""
+    instances), the groups' own nests run instead. (Two copies of the code: a 1-D nest
+    over a row or column of bigger arrays, a boundary condition, is not banded; its
+    work is small next to the nests over whole arrays, and its code would double.)"""
     plain = [n for group in groups for n in _emit(_alone(group, nest.vars), nest, line)]
     (lo, hi), = nest.bounds
     work = sum(len(group.everything()) for group in groups) * (hi - lo)
@@ -602,12 +607,14 @@ def _joined(band, group, variables):
     if sign != band.terms()[0].sign:
         return None
     trial = [t for unit in _units(group, sign, 0) for t in unit]
+    ours = [a for t in band.terms() for a in _placed_accesses(t, variables)]
+    theirs = [a for t in trial for a in _placed_accesses(t, variables)]
     align = None
-    for x in (a for t in band.terms() for a in _placed_accesses(t, variables)):
-        for y in (a for t in trial for a in _placed_accesses(t, variables)):
+    for x in ours:
+        for y in theirs:
             if x[0] != y[0] or x[2] == y[2] == "read":
                 continue
-            d = _distance(x[1], y[1], variables)
+            d = _distance(x[1], y[1], len(variables))
             summed = x[2] == y[2] == "sum"
             if d is _NEVER or summed and (d is _ANY or any(d[:-1])):
                 continue
@@ -623,43 +630,44 @@ def _joined(band, group, variables):
 
 
 def _placed_accesses(term, variables):
-    """(array, subset at point u, "read" | "write" | "sum") of each access of a placed
-    term (see _tasklet)."""
+    """(array, each index at point u as _linear's form, "read" | "write" | "sum") of
+    each access of a placed term (see _tasklet)."""
     back = _back(term, variables)
-    out = [(m.data, tuple(sp.expand(e.subs(back, simultaneous=True)) for e in m.subset),
-            "read") for _, m in term.inputs]
+
+    def forms(subset):
+        return tuple(_linear(sp.expand(e.xreplace(back)), variables) for e in subset)
+    out = [(m.data, forms(m.subset), "read") for _, m in term.inputs]
     target = _target_key(term, variables)[1]
-    return out + [(term.out.data, target, "sum" if term.out.wcr else "write")]
+    return out + [(term.out.data, forms(target), "sum" if term.out.wcr else "write")]
 
 
 _NEVER, _ANY = "never", "any"
 
 
-def _distance(x, y, variables):
-    """``u - w`` per variable where subset ``x`` at point u names the element subset
-    ``y`` names at w; _NEVER if no such points, _ANY if they cannot be told (not affine
-    alike, or some variable free)."""
+def _distance(x, y, n):
+    """``u - w`` per variable (``n`` of them) where subset ``x`` at point u names the
+    element subset ``y`` names at w (both as _linear's forms); _NEVER if no such
+    points, _ANY if they cannot be told (not affine alike, or some variable free)."""
     d = {}
-    for ex, ey in zip(x, y):
-        fx, fy = _linear(ex, variables), _linear(ey, variables)
+    for fx, fy in zip(x, y):
         if fx is None or fy is None or fx[0] != fy[0]:
             return _ANY
         apart = sp.expand(fy[1] - fx[1])
         if not apart.is_Integer:
             return _ANY
-        used = [(v, a) for v, a in zip(variables, fx[0]) if a]
+        used = [(k, a) for k, a in enumerate(fx[0]) if a]
         if not used:
             if apart:
                 return _NEVER
             continue
         if len(used) > 1:
             return _ANY
-        (v, a), = used
-        if apart % a or d.setdefault(v, apart // a) != apart // a:
+        (k, a), = used
+        if apart % a or d.setdefault(k, apart // a) != apart // a:
             return _NEVER
-    if len(d) < len(variables):
+    if len(d) < n:
         return _ANY
-    return tuple(int(d[v]) for v in variables)
+    return tuple(int(d[k]) for k in range(n))
 
 
 def _linear(e, variables):
