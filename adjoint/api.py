@@ -8,6 +8,7 @@ import sympy as sp
 
 from . import pipeline
 from .autodiff import tangent_name
+from .analysis.activity import filled_first
 from .errors import AdjointError, ArgumentError, BoundsError
 from .options import options
 from .sweep import Sweep
@@ -111,6 +112,7 @@ class Specialization:
         written = {m.data for node in _tasklet_outputs(self.sdfg) for m in node}
         self.written_arrays = [a.name for a in self.sdfg.arguments
                                if a.kind == "array" and a.name in written]
+        self.filled_first = filled_first(self.sdfg)    # need no zeros in a sweep's buffers
 
     def argument(self, name):
         return next(a for a in self.sdfg.arguments if a.name == name)

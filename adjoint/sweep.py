@@ -97,10 +97,16 @@ class Sweep:
         for name in values:
             if name in copied or self.mem.copies_arguments:
                 values[name] = self._own(self.mem.copy(values[name]))
-        self.state = {c.name: values[c.name] if c.name in values
-                      else self._own(self.mem.zeros(spec.volume(c, self.syms), c.dtype))
+        self.state = {c.name: values[c.name] if c.name in values else self._own(self._new(c))
                       for c in self.containers if c.name in self.primal}
         self.tapes, self.snapshots = {}, {}
+
+    def _new(self, c):
+        """A buffer for the transient ``c``: zeros, unless the program fills it first."""
+        size = self.spec.volume(c, self.syms)
+        if c.name in self.spec.filled_first and c.dtype == np.float64:
+            return self.mem.empty(size)
+        return self.mem.zeros(size, c.dtype)
 
     def _own(self, array):
         self._owned.append(self._hold(array))

@@ -5,7 +5,8 @@ if it influences an output; only containers that are both (active) get
 adjoints. Container-level and flow-insensitive: sound, and exact for the
 kernels where it matters (parameters, states, losses).
 """
-from ..sdfg.nodes import library_nodes, tasklets
+from ..sdfg.nodes import (LoopRegion, MapScope, MatMul, Tasklet, condition_containers,
+                          index_loads, library_nodes, tasklets, walk)
 
 
 def dependencies(sdfg):
@@ -45,3 +46,52 @@ def closure(start, edges):
 def written_containers(sdfg):
     return frozenset({m.data for t, _, _ in tasklets(sdfg.body) for m, _ in t.outputs}
                      | {mm.out for mm in library_nodes(sdfg.body)})
+
+
+def filled_first(sdfg):
+    """Transient arrays whose first access, at the top level of the program, is a map
+    assigning every element (``lap = np.zeros((N, M))``, an array expression's
+    temporary): whatever a buffer for them holds at the start is never read."""
+    seen, filled = set(), set()
+    for node, context in walk(sdfg.body):
+        if not context and isinstance(node, MapScope):
+            filled |= _fills(node, sdfg.containers) - seen
+        seen |= _touched(node, context, sdfg.containers)
+    return frozenset(filled)
+
+
+def _fills(node, containers):
+    """Transient arrays the map assigns at every element and does not read."""
+    read = {m.data for t in node.body for _, m in t.inputs}
+    out = set()
+    for t in node.body:
+        for m, _ in t.outputs:
+            c = containers[m.data]
+            covers = len(c.shape) == len(node.params) and all(
+                (lo, hi, step) == (0, size, 1) for (lo, hi, step), size in
+                zip(node.ranges, c.shape))
+            if c.transient and covers and not m.wcr and m.subset == tuple(node.params) \
+                    and m.data not in read:
+                out.add(m.data)
+    return out
+
+
+def _touched(node, context, containers):
+    """Every container the node, or the loops and conditions around it, may access."""
+    if isinstance(node, MatMul):
+        return {node.out, node.a, node.b}
+    memlets = []
+    for t in (node.body if isinstance(node, MapScope) else (node,)):
+        if isinstance(t, Tasklet):
+            memlets += [m for _, m in t.inputs] + [m for m, _ in t.outputs]
+        elif hasattr(t, "memlet"):
+            memlets.append(t.memlet)
+    exprs = [e for m in memlets for e in m.subset]
+    exprs += [x for r in context if isinstance(r, LoopRegion) for x in (r.start, r.stop)
+              if x is not None]
+    if isinstance(node, MapScope):
+        exprs += [x for r in node.ranges for x in r]
+    conditions = {name for r in context if not isinstance(r, LoopRegion)
+                  for name in condition_containers(r.condition, containers)}
+    return {m.data for m in memlets} | {name for e in exprs for name, _ in index_loads(e)} \
+        | conditions
