@@ -811,9 +811,9 @@ def _tasklet(terms, variables):
         for conn, m in term.inputs:
             fresh = sp.Symbol(f"__in{len(inputs)}", real=True)
             rename[conn] = fresh
-            inputs.append((fresh, Memlet(m.data, tuple(sp.expand(e.subs(back, simultaneous=True))
+            inputs.append((fresh, Memlet(m.data, tuple(sp.expand(e.xreplace(back))
                                                        for e in m.subset))))
-        total += term.expr.xreplace(rename).subs(back, simultaneous=True)
+        total += term.expr.xreplace({**rename, **back})
     first = terms[0].out
     subset = _target_key(terms[0], variables)[1] if variables else first.subset
     return Tasklet(tuple(inputs), ((Memlet(first.data, subset, first.wcr), total),),
