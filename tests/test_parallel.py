@@ -49,6 +49,21 @@ def seidel_row(A: float64[N, N]) -> float:
     return total
 
 
+@kernel
+def column_sums(A: float64[N, N], w: float64[N]) -> float:
+    c = np.zeros(N)
+    for i in range(N):
+        for j in range(N):
+            c[j] += A[i, j] * w[i]           # every row adds into every column
+    return np.sum(c * c)
+
+
+@kernel
+def scaled_outer(A: float64[N, N], a: float64[N], b: float64[N]) -> float:
+    A += a[:, None] * b[None, :]             # the adjoint of b is a sum over the rows
+    return np.sum(A * A)
+
+
 def _parallel_vars(k, args):
     spec = k.specialize(args)
     marked = parallelize(spec.sdfg)
@@ -67,10 +82,22 @@ def test_dependence_analysis():
     assert _parallel_vars(seidel_row, (A,)) == set()        # rows depend on rows
 
 
+def test_sums_that_rows_share_go_through_per_thread_copies():
+    """A top-level loop whose rows all add into a column sum runs on threads, each
+    adding into a copy of its own (``sums``)."""
+    spec = column_sums.specialize((np.ones((6, 6)), np.ones(6)))
+    loops = [r for _, ctx in walk(parallelize(spec.sdfg).body) for r in ctx
+             if isinstance(r, LoopRegion) and r.parallel]
+    assert loops and all(r.sums == ("c",) for r in loops)
+
+
 @pytest.mark.parametrize("k,make", [
     (jacobi, lambda r: (r.random((240, 240)), np.zeros((240, 240)), 3)),
     (row_norms, lambda r: (r.random((260, 260)), np.zeros(260))),
-    (step_norms, lambda r: (r.random((260, 260)), 3))], ids=["jacobi", "rows", "steps"])
+    (step_norms, lambda r: (r.random((260, 260)), 3)),
+    (column_sums, lambda r: (r.random((260, 260)), r.random(260))),
+    (scaled_outer, lambda r: (r.random((260, 260)), r.random(260), r.random(260)))],
+    ids=["jacobi", "rows", "steps", "columns", "outer"])
 def test_threads_change_only_the_rounding_of_sums(k, make, monkeypatch):
     args = make(np.random.default_rng(0))
     results = {}

@@ -59,9 +59,9 @@ def device_parallelize(sdfg):
 
 
 class _DeviceMarker(_Marker):
-    def _parallel_loop(self, loop):
+    def _parallel_loop(self, loop, nested):
         nest = kernel_nest(self.sdfg, loop)
-        return None if nest is None else nest.private
+        return None if nest is None else (nest.private, ())
 
     def _map(self, node):
         return replace(node, parallel=True) if map_kernel(node) else node

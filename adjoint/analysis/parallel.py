@@ -2,14 +2,17 @@
 
 A map is parallel when its plain writes name a different element per iteration;
 accumulations into a scalar become per-thread partial sums (added up in thread order,
-so results do not depend on timing); accumulations that several iterations share use
-atomics. A map that records runs as the loops of its reverse (codegen.c), its outermost
-parallel like a loop that pushes (below): its ranges must not depend on its parameters.
+so results do not depend on timing); accumulations that several rows share go through
+per-thread copies (shared_across_rows; on the GPU: atomics). A map that records runs
+as the loops of its reverse (codegen.c), its outermost parallel like a loop that
+pushes (below): its ranges must not depend on its parameters.
 
 A counted loop is parallel when no element one iteration writes is accessed by
 another: every pair of accesses to a written array must agree, in some dimension,
 on the same expression ``a*v + g`` of the loop variable ``v`` (a != 0, g free of the
-loop's inner variables), so that equal elements imply equal iterations. Scalars
+loop's inner variables), so that equal elements imply equal iterations, or, in a
+loop at the top of its entry, the written container is only added into (``sums``:
+per-thread copies, as for maps). Scalars
 written in the body must be private: written before any read in every iteration and
 never read outside the loop. A push reads its element, a pop writes it; the tape
 allows threads when every iteration pushes (or every one pops) the same number of
@@ -21,9 +24,10 @@ from dataclasses import replace
 
 import sympy as sp
 
+from ..options import options
 from ..sdfg.nodes import (ConditionalRegion, Guard, LoopRegion, MapScope, MatMul, Pop, Push,
-                          Sequence, State, Tasklet, condition_containers, index_loads, trips,
-                          walk)
+                          Sequence, State, Tasklet, as_reduction, condition_containers,
+                          index_loads, trips, walk)
 
 PARALLEL_WORK = 32768   # statement instances below which a parallel construct runs on one thread
 
@@ -37,17 +41,18 @@ class _Marker:
     def __init__(self, sdfg):
         self.sdfg = sdfg
 
-    def region(self, region):
+    def region(self, region, nested=False):
         if isinstance(region, Sequence):
-            return Sequence(tuple(self.region(e) for e in region.elements))
+            return Sequence(tuple(self.region(e, nested) for e in region.elements))
         if isinstance(region, LoopRegion):
-            private = self._parallel_loop(region)
-            if private is not None:
-                return replace(region, parallel=True, private=private)
-            return replace(region, body=self.region(region.body))
+            shares = self._parallel_loop(region, nested)
+            if shares is not None:
+                private, sums = shares
+                return replace(region, parallel=True, private=private, sums=sums)
+            return replace(region, body=self.region(region.body, True))
         if isinstance(region, ConditionalRegion):
-            return ConditionalRegion(tuple((c, self.region(b)) for c, b in region.branches),
-                                     region.line)
+            return ConditionalRegion(tuple((c, self.region(b, nested))
+                                           for c, b in region.branches), region.line)
         return State(tuple(self._map(n) if isinstance(n, MapScope) else n
                            for n in region.nodes), region.label)
 
@@ -70,40 +75,53 @@ class _Marker:
         return replace(node, parallel=True)
 
     # ---- loops ------------------------------------------------------------------------
-    def _parallel_loop(self, loop):
-        """The private scalars if ``loop`` can run in parallel, else None. A few
-        iterations (an edge slab of a gathered nest, its loop over the two sides) are not
-        worth threads: the loops inside may be."""
+    def _parallel_loop(self, loop, nested):
+        """(private scalars, containers summed through per-thread copies) if ``loop`` can
+        run in parallel, else None. A few iterations (an edge slab of a gathered nest,
+        its loop over the two sides) are not worth threads: the loops inside may be. A
+        container the iterations only add into, at elements other iterations add into
+        too (a column sum ``gb[j] += ...`` in a loop over rows, a scalar), is summed by
+        each thread into a copy of its own: on the CPU, in a loop at the top of its
+        entry that uses no tape."""
         if loop.stop is None or loop.exit is not None or not loop.step.is_number:
             return None
         if (loop.stop - loop.start).is_number and loop.stop - loop.start <= 8 \
                 or tape_per_iteration(loop) is None:
             return None
-        inner, writes, accesses = set(), {}, {}
+        inner, writes, accesses, read, assigned = set(), {}, {}, set(), set()
         for node, context in walk(loop.body):
             inner |= {r.var for r in context if isinstance(r, LoopRegion)}
+            read |= {n for r in context if isinstance(r, Guard)
+                     for n in condition_containers(r.condition, self.sdfg.containers)}
             if isinstance(node, MatMul):
                 return None
             tasks = node.body if isinstance(node, MapScope) else (node,)
             if isinstance(node, MapScope):
                 inner |= set(node.params)
             for t in tasks:
+                t = as_reduction(t) if isinstance(t, Tasklet) else t    # s = s + ...: a sum
                 for m in _written(t):
                     writes.setdefault(m.data, []).append(m.subset)
                     accesses.setdefault(m.data, []).append(m.subset)
+                    if m.wcr != "sum":
+                        assigned.add(m.data)
                 for m in _read(t):
                     accesses.setdefault(m.data, []).append(m.subset)
-        private = []
+                    read.add(m.data)
+        summable = options.device == "cpu" and not nested and \
+            tape_per_iteration(loop) == ("", 0)
+        private, sums = [], []
         for name, subsets in writes.items():
-            if self.sdfg.containers[name].is_scalar:
-                if not self._private(name, loop):
-                    return None
-                private.append(name)
-                continue
-            for w in subsets:
-                if any(not _same_iteration(w, a, loop.var, inner) for a in accesses[name]):
-                    return None
-        return tuple(private)
+            own = self._private(name, loop) if self.sdfg.containers[name].is_scalar else \
+                all(_same_iteration(w, a, loop.var, inner) for w in subsets
+                    for a in accesses[name])
+            if own:
+                (private if self.sdfg.containers[name].is_scalar else []).append(name)
+            elif summable and name not in read | assigned:
+                sums.append(name)
+            else:
+                return None
+        return tuple(private), tuple(sorted(sums))
 
     def _private(self, name, loop):
         return private_scalar(name, loop, self.sdfg.body, self.sdfg.containers)
@@ -190,6 +208,20 @@ def shared_sums(node):
                 subsets.setdefault(m.data, set()).add(m.subset)
     return {name for name, s in subsets.items()
             if len(s) > 1 or not injective(next(iter(s)), node.params)}
+
+
+def shared_across_rows(node):
+    """The containers of ``shared_sums(node)`` that points with different values of the
+    map's first parameter, the one threads split, add into: those need a copy per
+    thread; the others each thread's rows add into alone (``g[i, j] += ...`` and
+    ``g[i, j + 1] += ...``)."""
+    p, inner = node.params[0], set(node.params[1:])
+    out = set()
+    for name in shared_sums(node):
+        subsets = [m.subset for t in node.body for m, _ in t.outputs if m.data == name]
+        if any(not _same_iteration(w, a, p, inner) for w in subsets for a in subsets):
+            out.add(name)
+    return out
 
 
 def injective(subset, params):

@@ -162,6 +162,8 @@ class LoopRegion:
     segment: bool = False   # run only iterations [__k0, __k1) of the range (checkpointing)
     parallel: bool = False  # iterations run with threads (analysis.parallel)
     private: tuple = ()     # scalar containers each thread keeps its own copy of
+    sums: tuple = ()        # containers only added into: each thread adds into its own
+                            # zeroed copy, added to the container in thread order after
 
 
 LOAD = "__load_"
