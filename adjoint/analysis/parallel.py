@@ -85,8 +85,8 @@ class _Marker:
         entry that uses no tape."""
         if loop.stop is None or loop.exit is not None or not loop.step.is_number:
             return None
-        if (loop.stop - loop.start).is_number and loop.stop - loop.start <= 8 \
-                or tape_per_iteration(loop) is None:
+        tape = tape_per_iteration(loop)
+        if (loop.stop - loop.start).is_number and loop.stop - loop.start <= 8 or tape is None:
             return None
         inner, writes, accesses, read, assigned = set(), {}, {}, set(), set()
         for node, context in walk(loop.body):
@@ -108,15 +108,15 @@ class _Marker:
                 for m in _read(t):
                     accesses.setdefault(m.data, []).append(m.subset)
                     read.add(m.data)
-        summable = options.device == "cpu" and not nested and \
-            tape_per_iteration(loop) == ("", 0)
+        summable = options.device == "cpu" and not nested and tape == ("", 0)
         private, sums = [], []
         for name, subsets in writes.items():
-            own = self._private(name, loop) if self.sdfg.containers[name].is_scalar else \
-                all(_same_iteration(w, a, loop.var, inner) for w in subsets
-                    for a in accesses[name])
-            if own:
-                (private if self.sdfg.containers[name].is_scalar else []).append(name)
+            if self.sdfg.containers[name].is_scalar and self._private(name, loop):
+                private.append(name)
+            elif not self.sdfg.containers[name].is_scalar and all(
+                    _same_iteration(w, a, loop.var, inner) for w in subsets
+                    for a in accesses[name]):
+                continue
             elif summable and name not in read | assigned:
                 sums.append(name)
             else:
@@ -222,6 +222,43 @@ def shared_across_rows(node):
         if any(not _same_iteration(w, a, p, inner) for w in subsets for a in subsets):
             out.add(name)
     return out
+
+
+NEVER, ANY = "never", "any"      # distance: no two points meet; cannot be told
+
+
+def distance(x, y, n):
+    """``u - w`` per variable (``n`` of them) where subset ``x`` at point u names the
+    element subset ``y`` names at w (both as linear_forms); NEVER if no such points,
+    ANY if they cannot be told (not affine alike, or some variable free)."""
+    d = {}
+    for fx, fy in zip(x, y):
+        if fx is None or fy is None or fx[0] != fy[0]:
+            return ANY
+        apart = sp.expand(fy[1] - fx[1])
+        if not apart.is_Integer:
+            return ANY
+        used = [(k, a) for k, a in enumerate(fx[0]) if a]
+        if not used:
+            if apart:
+                return NEVER
+            continue
+        if len(used) > 1:
+            return ANY
+        (k, a), = used
+        if apart % a or d.setdefault(k, apart // a) != apart // a:
+            return NEVER
+    if len(d) < n:
+        return ANY
+    return tuple(int(d[k]) for k in range(n))
+
+
+def linear_form(e, variables):
+    """(integer coefficient of each variable, the rest) of ``e``, or None."""
+    coefficients = tuple(sp.diff(e, v) for v in variables)
+    if not all(c.is_Integer for c in coefficients):
+        return None
+    return coefficients, sp.expand(e - sum(c * v for c, v in zip(coefficients, variables)))
 
 
 def injective(subset, params):

@@ -53,7 +53,7 @@ from dataclasses import dataclass, field, replace
 
 import sympy as sp
 
-from ..analysis.parallel import PARALLEL_WORK, injective
+from ..analysis.parallel import ANY, NEVER, PARALLEL_WORK, distance, injective, linear_form
 from ..frontend.functions import floordiv
 from ..options import options
 from ..sdfg.nodes import (SEGMENT, THREADS, ConditionalRegion, LoopRegion, MapScope, Memlet,
@@ -554,10 +554,9 @@ def _bands(groups, variables):
         joined = _joined(bands[-1], group, variables) \
             if bands and options.device == "cpu" else None
         if joined is None:
-            joined = _alone(group, variables)
+            bands.append(_alone(group, variables))
         else:
-            bands.pop()
-        bands.append(joined)
+            bands[-1] = joined
     return bands
 
 
@@ -614,11 +613,11 @@ def _joined(band, group, variables):
         for y in theirs:
             if x[0] != y[0] or x[2] == y[2] == "read":
                 continue
-            d = _distance(x[1], y[1], len(variables))
+            d = distance(x[1], y[1], len(variables))
             summed = x[2] == y[2] == "sum"
-            if d is _NEVER or summed and (d is _ANY or any(d[:-1])):
+            if d is NEVER or summed and (d is ANY or any(d[:-1])):
                 continue
-            if d is _ANY or any(d[:-1]):
+            if d is ANY or any(d[:-1]):
                 return None
             bound = d[-1] + (SLACK if x[2] != "read" and y[2] != "write" else 0)
             align = bound if align is None else max(align, bound)
@@ -630,52 +629,15 @@ def _joined(band, group, variables):
 
 
 def _placed_accesses(term, variables):
-    """(array, each index at point u as _linear's form, "read" | "write" | "sum") of
+    """(array, each index at point u as a linear_form, "read" | "write" | "sum") of
     each access of a placed term (see _tasklet)."""
     back = _back(term, variables)
 
     def forms(subset):
-        return tuple(_linear(sp.expand(e.xreplace(back)), variables) for e in subset)
+        return tuple(linear_form(sp.expand(e.xreplace(back)), variables) for e in subset)
     out = [(m.data, forms(m.subset), "read") for _, m in term.inputs]
     target = _target_key(term, variables)[1]
     return out + [(term.out.data, forms(target), "sum" if term.out.wcr else "write")]
-
-
-_NEVER, _ANY = "never", "any"
-
-
-def _distance(x, y, n):
-    """``u - w`` per variable (``n`` of them) where subset ``x`` at point u names the
-    element subset ``y`` names at w (both as _linear's forms); _NEVER if no such
-    points, _ANY if they cannot be told (not affine alike, or some variable free)."""
-    d = {}
-    for fx, fy in zip(x, y):
-        if fx is None or fy is None or fx[0] != fy[0]:
-            return _ANY
-        apart = sp.expand(fy[1] - fx[1])
-        if not apart.is_Integer:
-            return _ANY
-        used = [(k, a) for k, a in enumerate(fx[0]) if a]
-        if not used:
-            if apart:
-                return _NEVER
-            continue
-        if len(used) > 1:
-            return _ANY
-        (k, a), = used
-        if apart % a or d.setdefault(k, apart // a) != apart // a:
-            return _NEVER
-    if len(d) < n:
-        return _ANY
-    return tuple(int(d[k]) for k in range(n))
-
-
-def _linear(e, variables):
-    """(integer coefficient of each variable, the rest) of ``e``, or None."""
-    coefficients = tuple(sp.diff(e, v) for v in variables)
-    if not all(c.is_Integer for c in coefficients):
-        return None
-    return coefficients, sp.expand(e - sum(c * v for c, v in zip(coefficients, variables)))
 
 
 def _emit(band, nest, line):
