@@ -9,7 +9,8 @@ import sympy as sp
 from adjoint import float64, grad, kernel, symbol
 from adjoint.analysis.parallel import parallelize, shared_sums
 from adjoint.options import options
-from adjoint.sdfg.nodes import SEGMENT, THREADS, Guard, LoopRegion, MapScope, Tasklet, walk
+from adjoint.sdfg.nodes import (SEGMENT, THREADS, Guard, LoopRegion, MapScope, Pop, Tasklet,
+                                walk)
 
 from corpus import heat3d, make_heat3d
 from kernel_testing import (arg_names, assert_arrays_close, copy_args, fd_directional, fd_gradient,
@@ -128,6 +129,16 @@ def mirrored(y: float64[N], z: float64[N], a: float) -> float:
 
 
 @kernel
+def limited(A: float64[N, N], B: float64[N, N]) -> float:
+    for i in range(1, N - 1):
+        for j in range(1, N - 1):
+            B[i, j] = A[i + 1, j] - A[i - 1, j]
+            if B[i, j] * A[i, j] > 0.0:         # a flux limiter: a decision on data
+                B[i, j] = 0.5 * B[i, j]
+    return np.sum(B * B * A)
+
+
+@kernel
 def top_level_strided(A: float64[N], B: float64[N]) -> float:
     for i in range(N - 2, 0, -2):   # a checkpointing segment of a strided loop
         B[i] = A[i - 1] * A[i + 1]
@@ -153,6 +164,7 @@ CASES = {
     "sliced": (sliced, lambda r, n: (r.random(n), r.random(n), 3), ("A",)),
     "top_level": (top_level, lambda r, n: (r.random(n), r.random(n)), ("A",)),
     "mirrored": (mirrored, lambda r, n: (r.random(n), r.random(n), 0.7), ("y", "a")),
+    "limited": (limited, lambda r, n: (r.standard_normal((n, n)), r.random((n, n))), ("A",)),
     **STRIDED,
 }
 
@@ -208,6 +220,23 @@ def test_reverse_sweep_of_a_stencil_has_no_scatter(name):
     sizes = {N: 64, SEGMENT[0]: 0, SEGMENT[1]: 6}
     for sdfg in _reverse_sweeps(k, make(rng_for(name), 16), wrt):
         assert not _scatters(sdfg, sizes), f"{name}: a scatter is left in\n{sdfg.body}"
+
+
+def test_flags_are_restored_in_a_nest_of_their_own():
+    """A decision on data in a stencil loop: the reverse pops each flag and selects on
+    it in a nest that runs first, in the tape's order; the nests after it gather."""
+    k, make, wrt = CASES["limited"]
+    leading = []
+    for sdfg in _reverse_sweeps(k, make(rng_for("flags"), 16), wrt):
+        for node, context in walk(sdfg.body):
+            if isinstance(node, Pop) and node.memlet.data.startswith("__if"):
+                leading.append(context)
+    assert leading
+    for sdfg in _reverse_sweeps(k, make(rng_for("flags"), 16), wrt):
+        for node, context in walk(sdfg.body):
+            if isinstance(node, Tasklet) and context in leading:
+                (m, e), = node.outputs
+                assert m.data == "__g_B" and isinstance(e, sp.Piecewise)
 
 
 def test_in_place_lattice_update_is_one_pass():

@@ -8,7 +8,7 @@ Every gradient here is checked against central finite differences or a hand deri
 import numpy as np
 
 from adjoint import float64, grad, kernel, symbol
-from adjoint.sdfg.nodes import MapScope, Memlet, Push, walk
+from adjoint.sdfg.nodes import LoopRegion, MapScope, Memlet, Push, walk
 from corpus_arrays import CASES_BY_NAME
 from kernel_testing import (arg_names, assert_arrays_close, fd_gradient, rng_for,
                             run_reference)
@@ -255,14 +255,21 @@ def limited_flux_gradient(u, c):
     return gu, gc
 
 
+def _first_loop(region):
+    while not isinstance(region, LoopRegion):
+        region = region.elements[0]
+    return region
+
+
 def test_a_decision_in_a_loop_is_recorded_once_per_iteration():
     """limited_flux's flag is written first in every j iteration and read only there:
     its value is pushed once, at the end of the iteration, and popped at the start of
     the reversed one. Pushing its previous value before each write chained every
     iteration to the one before; now the record and reverse loops over rows are
-    parallel, the flag private to each thread."""
+    parallel, the flag private to each thread. (The reverse restores the flags and
+    selects on them in a nest of its own, before the gathered nests: autodiff/gather.py.)"""
     from adjoint.analysis.parallel import parallelize
-    from adjoint.sdfg.nodes import LoopRegion, Pop, State
+    from adjoint.sdfg.nodes import Pop, State
     args = limited_flux_args(rng_for("records-flux"))
     adj = limited_flux.specialize(args).backward(frozenset({"u", "c"}),
                                                  frozenset({"__return"})).adjoint
@@ -270,12 +277,38 @@ def test_a_decision_in_a_loop_is_recorded_once_per_iteration():
     flag, = (name for name in adj.recorded if name.startswith("__if"))
     assert pushed(limited_flux, args, ("u", "c")) == [flag]
     for sdfg, tape, end in ((region.record, Push, -1), (region.reverse, Pop, 0)):
-        rows, = sdfg.body.elements
+        rows = _first_loop(sdfg.body)
         columns, = rows.body.elements
         at = columns.body.elements[end]             # the end (record), the start (reverse)
-        assert isinstance(at, State) and at.nodes == (tape(Memlet(flag), at.nodes[0].line),)
-        marked, = parallelize(sdfg).body.elements
-        assert isinstance(marked, LoopRegion) and marked.parallel and marked.private == (flag,)
+        assert isinstance(at, State) and at.nodes[0] == tape(Memlet(flag), at.nodes[0].line)
+        marked = _first_loop(parallelize(sdfg).body)
+        assert marked.parallel and marked.private == (flag,)
     check_fd(limited_flux, args, ("u", "c"))
     for got, want in zip(grad(limited_flux, wrt=("u", "c"))(*args), limited_flux_gradient(*args)):
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+@kernel
+def scratch_product(A: float64[N]) -> float:
+    tmp = np.zeros(N)
+    for i in range(1, N - 1):
+        tmp[i] = A[i - 1] * A[i + 1]
+    return np.sum(tmp * A)
+
+
+def test_the_reverse_of_a_first_write_leaves_its_adjoint_alone():
+    """``tmp = np.zeros(N)`` is the first access of ``tmp``: no step of the reverse
+    sweep after its reverse reads tmp's adjoint, so that reverse is empty (it was a
+    pass zeroing the adjoint)."""
+    args = (rng_for("first-write").random(9),)
+    adj = scratch_product.specialize(args).backward(frozenset({"A"}),
+                                                    frozenset({"__return"})).adjoint
+    first = adj.regions[0]
+    assert first.writes == {"tmp"} and not list(walk(first.reverse.body))
+    check_fd(scratch_product, args, ("A",))
+    A = args[0]
+    want = np.zeros_like(A)
+    want[1:-1] = A[:-2] * A[2:]
+    want[:-2] += A[1:-1] * A[2:]
+    want[2:] += A[1:-1] * A[:-2]
+    np.testing.assert_allclose(grad(scratch_product, wrt="A")(A.copy()), want, rtol=1e-13)

@@ -57,7 +57,8 @@ from ..analysis.parallel import ANY, NEVER, PARALLEL_WORK, distance, injective, 
 from ..frontend.functions import floordiv
 from ..options import options
 from ..sdfg.nodes import (SEGMENT, THREADS, ConditionalRegion, LoopRegion, MapScope, Memlet,
-                          Pop, Sequence, State, Tasklet, index_loads)
+                          Pop, Sequence, State, Tasklet, divides, guarded_branches,
+                          index_loads)
 
 
 MAX_LOOPS = 256      # innermost loops one nest may become; beyond, it stays a scatter
@@ -68,14 +69,14 @@ def gather(region):
     if isinstance(region, Sequence):
         return Sequence(tuple(gather(e) for e in region.elements))
     if isinstance(region, LoopRegion):
-        nest, pops = _loop_nest(region)
-        rewritten = _rewrite(nest, pops, region.line) if nest is not None else None
-        if rewritten is None and nest is not None and not pops and \
+        nest, leading = _loop_nest(region)
+        rewritten = _rewrite(nest, leading, region.line) if nest is not None else None
+        if rewritten is None and nest is not None and not leading and \
                 _legal(*_unit_stride(nest, ())):
             return _forwards(region)    # independent iterations: unit stride, no permutes
         if rewritten is None:
             return replace(region, body=gather(region.body))
-        restores = (_with_body(region, State(pops)),) if pops else ()
+        restores = (_with_body(region, State(leading)),) if leading else ()
         scatter = _with_body(region, State(nest.tasklets))
         return Sequence(restores + (_guarded(*rewritten, scatter, region.line),))
     if isinstance(region, ConditionalRegion):
@@ -161,9 +162,13 @@ class _Group:
 
 # ---- finding nests ---------------------------------------------------------------------
 def _loop_nest(loop):
-    """(the perfect, rectangular nest of counted loops rooted at ``loop``, the restores of
-    its body), or (None, ()). The restores run first, in the loops' own order, which is
-    the tape's: legal when no tasklet before a restore touches the restored array."""
+    """(the perfect, rectangular nest of counted loops rooted at ``loop``, the nodes of
+    its body that run first in a nest of their own), or (None, ()). Those are the
+    restores, and the tasklets up to the last one reading a *flag*: a restored value
+    of one element that every iteration pops before reading (a decision on data,
+    recorded in the forward sweep). They run in the loops' own order, which is the
+    tape's: legal when no tasklet before a restore touches the restored array, and
+    when the distribution is (see _legal)."""
     variables, ranges, region = [], [], loop
     while True:
         r = _loop_range(region)
@@ -175,19 +180,81 @@ def _loop_nest(loop):
         if len(elements) != 1 or not isinstance(elements[0], LoopRegion):
             break
         region = elements[0]
-    if not all(isinstance(e, State) for e in elements) or any(
-            e.free_symbols & set(variables) for r in ranges for e in r):
+    states = [e if isinstance(e, State) else _selects(e) for e in elements]
+    if None in states or any(e.free_symbols & set(variables) for r in ranges for e in r):
         return None, ()
-    tasks, pops = [], []
-    for node in (n for e in elements for n in e.nodes):
-        if isinstance(node, Pop) and not any(node.memlet.data in {m.data for m in _memlets(t)}
-                                             for t in tasks):
-            pops.append(node)
-        elif isinstance(node, Tasklet):
+    nodes, tasks = [], []
+    for node in (n for e in states for n in e.nodes):
+        if isinstance(node, Tasklet):
             tasks.append(node)
-        else:
+        elif not isinstance(node, Pop) or any(
+                node.memlet.data in {m.data for m in _memlets(t)} for t in tasks):
             return None, ()
-    return _Nest(tuple(variables), tuple(ranges), tuple(tasks)), tuple(pops)
+        nodes.append(node)
+    flags = _flags(nodes, variables)
+    readers = [k for k, t in enumerate(tasks) if {m.data for _, m in t.inputs} & flags]
+    first = tasks[:readers[-1] + 1] if readers else []
+    leading = tuple(n for n in nodes if isinstance(n, Pop) or any(n is t for t in first))
+    return _Nest(tuple(variables), tuple(ranges), tuple(tasks[len(first):])), leading
+
+
+def _selects(region):
+    """A decision on flags whose branches only hold tasklets, as a state of those
+    tasklets, each write made a select: ``x = taken ? value : x`` (``+= taken ? value :
+    0`` for a sum); else None. Both sides are computed, so no integer division (which
+    can trap), and no branch may write a flag a later guard reads."""
+    if not isinstance(region, ConditionalRegion):
+        return None
+    tasklets = []
+    for guard, body in guarded_branches(region):
+        taken = guard.condition
+        if any(s.is_integer for s in taken.free_symbols):
+            return None             # a condition on indices: not a decision on data
+        flags = {s.name: s for s in taken.free_symbols}
+        states = body.elements if isinstance(body, Sequence) else (body,)
+        nodes = [n for e in states if isinstance(e, State) for n in e.nodes]
+        if len(states) != sum(isinstance(e, State) for e in states) or not all(
+                isinstance(n, Tasklet) and not divides(n) for n in nodes):
+            return None
+        for t in nodes:
+            if {m.data for m, _ in t.outputs} & flags.keys():
+                return None
+            tasklets.append(_select(t, taken, flags))
+    return State(tuple(tasklets))
+
+
+def _select(t, taken, flags):
+    """Tasklet ``t`` writing only where ``taken`` holds (see _selects)."""
+    inputs, outputs = list(t.inputs), []
+    reads = {m: c for c, m in inputs}
+    for name, symbol in sorted(flags.items()):     # connectors named apart from the flags
+        conn = sp.Symbol(f"__flag{len(inputs)}", real=True)
+        inputs.append((conn, Memlet(name, ())))
+        taken = taken.xreplace({symbol: conn})
+    for m, e in t.outputs:
+        if m.wcr:
+            outputs.append((m, sp.Piecewise((e, taken), (0, True))))
+            continue
+        old = reads.get(replace(m, wcr=None))
+        if old is None:
+            old = reads[m] = sp.Symbol(f"__old{len(inputs)}", real=True)
+            inputs.append((old, m))
+        outputs.append((m, sp.Piecewise((e, taken), (old, True))))
+    return Tasklet(tuple(inputs), tuple(outputs), t.line)
+
+
+def _flags(nodes, variables):
+    """Arrays that the nest's restores write at one element, which no tasklet writes
+    and every access reaches without the loop variables."""
+    popped = {n.memlet.data for n in nodes if isinstance(n, Pop)}
+    subsets = {}
+    for n in nodes:
+        if isinstance(n, Tasklet):
+            popped -= {m.data for m, _ in n.outputs}
+        for m in _memlets(n):
+            subsets.setdefault(m.data, set()).add(m.subset)
+    return {name for name in popped if len(subsets[name]) == 1 and not any(
+        e.free_symbols & set(variables) for e in next(iter(subsets[name])))}
 
 
 def _with_body(loop, state):
@@ -227,8 +294,8 @@ def _map(node):
     return _rewrite(_Nest(node.params, node.ranges, node.body), (), node.line)
 
 
-def _unit_stride(nest, pops):
-    """``nest`` and its restores over unit-stride variables running upwards in memory
+def _unit_stride(nest, leading):
+    """``nest`` and its leading nodes over unit-stride variables running upwards in memory
     (reversed vector accesses need permutes): a variable of step -1 covers its values
     upwards; one of another step s becomes ``start + |s|*k`` for its iteration count k
     in ``[0, n)``, or ``(-n, 0]`` when s < 0 (n iterations)."""
@@ -251,8 +318,9 @@ def _unit_stride(nest, pops):
                                sp.Integer(1)))
             at[v] = start + abs(step) * k
     tasklets = tuple(_substituted(t, at) for t in nest.tasklets) if at else nest.tasklets
-    pops = tuple(replace(p, memlet=_at(p.memlet, at)) for p in pops)
-    return _Nest(tuple(variables), tuple(ranges), tasklets), pops
+    leading = tuple(replace(n, memlet=_at(n.memlet, at)) if isinstance(n, Pop)
+                    else _substituted(n, at) for n in leading) if at else leading
+    return _Nest(tuple(variables), tuple(ranges), tasklets), leading
 
 
 def _substituted(t, at):
@@ -265,13 +333,13 @@ def _at(memlet, at):
 
 
 # ---- the rewrite -----------------------------------------------------------------------
-def _rewrite(nest, pops, line):
+def _rewrite(nest, leading, line):
     """(condition under which the gathered nests are exact, the loop nests replacing
-    ``nest`` after its restores ``pops``), or None when it has no scatter or the
+    ``nest`` after its ``leading`` nodes), or None when it has no scatter or the
     rewrite does not apply."""
-    nest, pops = _unit_stride(nest, pops)
-    memlets = _accesses(nest, pops)
-    if any(index_loads(e) for m in memlets for e in m.subset) or not _legal(nest, pops):
+    nest, leading = _unit_stride(nest, leading)
+    memlets = _accesses(nest, leading)
+    if any(index_loads(e) for m in memlets for e in m.subset) or not _legal(nest, leading):
         return None
     part, terms = _parts(memlets, nest.vars), []
     for t in nest.tasklets:
@@ -308,32 +376,38 @@ def _innermost(region):
     return 0
 
 
-def _memlets(t):
-    return [m for _, m in t.inputs] + [m for m, _ in t.outputs]
+def _memlets(node):
+    if isinstance(node, Pop):
+        return [node.memlet]
+    return [m for _, m in node.inputs] + [m for m, _ in node.outputs]
 
 
-def _accesses(nest, pops):
-    return [m for t in nest.tasklets for m in _memlets(t)] + [p.memlet for p in pops]
+def _accesses(nest, leading):
+    return [m for n in leading + nest.tasklets for m in _memlets(n)]
 
 
-def _legal(nest, pops):
-    """Every part of an array (see _parts) is local, read only, or only accumulated
-    into."""
-    part = _parts(_accesses(nest, pops), nest.vars)
+def _legal(nest, leading):
+    """Every part of an array (see _parts) is local, read only, only accumulated into,
+    or a flag (see _loop_nest) that only the leading tasklets read: the nests the body
+    is distributed into may then run one after another."""
+    part = _parts(_accesses(nest, leading), nest.vars)
     subsets, reads, assigned, summed = {}, set(), set(), set()
-    for p in pops:
-        assigned.add(part[p.memlet])
-    for t in nest.tasklets:
+    popped = {part[n.memlet] for n in leading if isinstance(n, Pop)}
+    for t in (n for n in leading + nest.tasklets if isinstance(n, Tasklet)):
         reads.update(part[m] for _, m in t.inputs)
         for m, _ in t.outputs:
             (summed if m.wcr else assigned).add(part[m])
-    for m in _accesses(nest, pops):
+    for m in _accesses(nest, leading):
         subsets.setdefault(part[m], set()).add(m.subset)
+    late_reads = {part[m] for t in nest.tasklets for _, m in t.inputs}
+    flags = {key for key in popped - assigned - summed - late_reads
+             if not any(e.free_symbols & set(nest.vars) for s in subsets[key] for e in s)}
+    assigned |= popped
     for key, s in subsets.items():
         local = len(s) == 1 and bool(nest.vars) and injective(next(iter(s)), nest.vars)
         read_only = key not in assigned | summed
         sum_only = key not in reads | assigned
-        if not (local or read_only or sum_only):
+        if not (local or read_only or sum_only or key in flags):
             return False
     return True
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 import sympy as sp
 
 from ..analysis.activity import active_containers, written_containers
-from ..analysis.parallel import private_scalar
+from ..analysis.parallel import injective, private_scalar
 from ..sdfg.nodes import (SDFG, ConditionalRegion, Container, Guard, LoopRegion, MapScope,
                           MatMul, Memlet, Pop, Push, Sequence, State, Tasklet,
                           condition_containers, every_element, guarded_branches,
@@ -76,6 +76,7 @@ def differentiate(sdfg, wrt, outputs) -> Adjoint:
     readers_by = [_readers(Sequence(p), sdfg.containers, active) for p in parts]
     written = written_containers(sdfg)
     accesses = [_accesses(Sequence(p), sdfg.containers) for p in parts]
+    first = _first_writes(sdfg)
     regions, readers, recorded_any = [], {}, set()
     for k, part in enumerate(parts):
         body = Sequence(part)
@@ -99,9 +100,10 @@ def differentiate(sdfg, wrt, outputs) -> Adjoint:
                               sdfg.containers, active)
         recorded = _per_iteration(body, recorded, sdfg.containers, read_elsewhere)
         recorded_any |= recorded.names
+        reverser = _Reverser(active, recorded, containers, first)
         regions.append(Region(_describe(part, k), mk(body),
                               mk(_record(body, recorded, containers)),
-                              mk(gather(_Reverser(active, recorded, containers).region(body))),
+                              mk(gather(reverser.region(body))),
                               reads,
                               writes, _segmented(part)))
     later = frozenset()         # a region's inputs: what it or a later region overwrites
@@ -112,6 +114,29 @@ def differentiate(sdfg, wrt, outputs) -> Adjoint:
     needed = set().union(*readers_by)
     return Adjoint(tuple(regions), containers, active, frozenset(recorded_any),
                    bool(needed & written_containers(sdfg)))
+
+
+def _first_writes(sdfg):
+    """ids of the tasklets outside loops that assign a transient before anything else
+    touches it (in a map, each point its own element). No later step of the reverse
+    sweep reads the adjoint such a write leaves, so it need not be zeroed there (the
+    sweep's adjoint buffers start at zero): the reverse of ``lap = np.zeros(...)``
+    is then nothing at all."""
+    kept = {a.name for a in sdfg.arguments} | set(sdfg.returns)
+    seen, first = set(), set()
+    for node, context in walk(sdfg.body):
+        in_loop = any(isinstance(c, LoopRegion) for c in context)
+        params = node.params if isinstance(node, MapScope) else ()
+        for leaf in node.body if isinstance(node, MapScope) else (node,):
+            touched = _touched(leaf, sdfg.containers)
+            if isinstance(leaf, Tasklet) and not in_loop and len(leaf.outputs) == 1:
+                (out, _), = leaf.outputs
+                if out.data not in kept | seen and not out.wcr and \
+                        out.data not in {m.data for _, m in leaf.inputs} and \
+                        (not params or injective(out.subset, params)):
+                    first.add(id(leaf))
+            seen |= touched
+    return frozenset(first)
 
 
 def _add_readers(readers, own):
@@ -533,8 +558,9 @@ def _record_nodes(nodes, recorded, containers):
 
 # ---- reverse sweep ---------------------------------------------------------------------
 class _Reverser:
-    def __init__(self, active, recorded, containers):
+    def __init__(self, active, recorded, containers, first_writes=frozenset()):
         self.active, self.recorded, self.containers = active, recorded, containers
+        self.first_writes = first_writes    # their adjoints need no zeros (_first_writes)
 
     def region(self, region):
         if isinstance(region, Sequence):
@@ -649,7 +675,7 @@ class _Reverser:
                 self_coeff += d
             elif d != 0:
                 writes.append((Memlet(adjoint_name(m.data), m.subset, "sum"), G * d))
-        if self_coeff != 1:
+        if self_coeff != 1 and not (self_coeff == 0 and id(t) in self.first_writes):
             writes.insert(0, (Memlet(adjoint_name(out.data), out.subset), G * self_coeff))
         if writes:
             nodes.append(Tasklet(tuple(inputs.items()), tuple(writes), t.line))

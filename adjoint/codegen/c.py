@@ -23,7 +23,7 @@ from sympy.printing.precedence import PRECEDENCE
 
 from ..sdfg.nodes import (ConditionalRegion, Guard, LoopRegion, MapScope, Pop, Push, Sequence,
                           SEGMENT, MatMul, Memlet, State, Tasklet, as_reduction,
-                          condition_containers, flag_symbol, guarded_branches, index_loads,
+                          condition_containers, divides, flag_symbol, guarded_branches, index_loads,
                           library_nodes, walk)
 from ..analysis.parallel import (ANY, NEVER, PARALLEL_WORK, distance, injective, linear_form,
                                  shared_across_rows, shared_sums, tape_per_iteration)
@@ -777,7 +777,7 @@ class _Generator:
                                          for c, _ in region.branches):
             return False
         bodies = [_tasklets_only(body) for _, body in region.branches]
-        if any(b is None or any(_divides(t) for t in b) for b in bodies):
+        if any(b is None or any(divides(t) for t in b) for b in bodies):
             return False
         for (guard, _), body in zip(guarded_branches(region), bodies):
             self.guard = self.index.doprint(guard.condition)
@@ -1010,15 +1010,6 @@ def _on_data(condition, containers):
     """Whether a branch condition reads flags (containers) and nothing else."""
     names = {s.name for s in condition.free_symbols}
     return bool(names) and names <= set(containers)
-
-
-def _divides(t):
-    """Whether a tasklet computes an integer quotient or remainder (which can trap): the
-    frontend's ``floordiv`` and ``python_mod``, known here by name as to the printer."""
-    memlets = [m for _, m in t.inputs] + [m for m, _ in t.outputs]
-    exprs = [e for _, e in t.outputs] + [i for m in memlets for i in m.subset]
-    return any(type(f).__name__ in ("floordiv", "python_mod")
-               for e in exprs for f in sp.sympify(e).atoms(sp.Function))
 
 
 def _flat(region):

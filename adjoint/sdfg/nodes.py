@@ -303,6 +303,15 @@ def guarded_branches(region: ConditionalRegion):
         taken.append(cond)
 
 
+def divides(t):
+    """Whether a tasklet computes an integer quotient or remainder (which can trap): the
+    frontend's ``floordiv`` and ``python_mod``, known here by name as to the printer."""
+    memlets = [m for _, m in t.inputs] + [m for m, _ in t.outputs]
+    exprs = [e for _, e in t.outputs] + [i for m in memlets for i in m.subset]
+    return any(type(f).__name__ in ("floordiv", "python_mod")
+               for e in exprs for f in sp.sympify(e).atoms(sp.Function))
+
+
 def self_update(t):
     """``(operation, connector reading x, f)`` for a tasklet ``x = x + f``, ``max(x, f)``
     or ``min(x, f)`` whose only output is ``x``, read by that connector alone and not in
