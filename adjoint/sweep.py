@@ -60,6 +60,7 @@ class Sweep:
         # NumPy buffers from the specialisation's pool, or GPU arrays for a CUDA module
         self.mem = memory_for(bwd.module, getattr(spec, "pool", None))
         self.released, self._result = False, None
+        self._table_for = self._table = None      # see _buffers
         # Tape lengths that sufficed for while loops (whose trips sc_check cannot count)
         # in earlier calls at these sizes: each overflow restarts the forward sweep.
         self.hints = spec.tape_sizes.setdefault((id(bwd), self.syms[:-2].tobytes()), {})
@@ -153,9 +154,18 @@ class Sweep:
         state = state or self.state
         syms = self.syms.copy()
         syms[-2:] = segment
-        buffers = [state[c.name] if c.name in state else self.adjoints[c.name]
-                   for c in self.containers]
-        return self.spec.run(self.bwd.module, 3 * region + kind, syms, buffers, tape, position)
+        return self.spec.run(self.bwd.module, 3 * region + kind, syms, self._buffers(state),
+                             tape, position)
+
+    def _buffers(self, state):
+        """The entries' buffers with the primal ones of ``state``: built once per state
+        (a dict never changed once made; the table holds it, so its id stays its own)."""
+        if self._table_for is not state:
+            self._table = self.bwd.module.table(
+                [state[c.name] if c.name in state else self.adjoints[c.name]
+                 for c in self.containers])
+            self._table_for = state
+        return self._table
 
     def _segment(self, i):
         return (0, int(self.counts[i][3])) if self.adj.regions[i].segmented else (0, 0)
@@ -335,3 +345,4 @@ class Sweep:
         self.released = True
         self.mem.close(held)
         self.state, self.adjoints, self.tapes, self.snapshots, self._owned = {}, {}, {}, {}, []
+        self._table_for = self._table = None

@@ -295,6 +295,10 @@ class CudaModule:
     def empty(self, shape, dtype=np.float64):
         return DeviceArray(self.lib, shape, dtype)
 
+    def table(self, buffers):
+        """Buffers for several calls (the C module's pointer table; here the list)."""
+        return list(buffers)
+
     def call(self, entry, syms, buffers, tape=None, tape_position=0):
         """Run entry point ``entry``; returns the tape position it ends at (-1: the tape
         is too short). Raises DeviceError when CUDA reports a failure."""

@@ -34,11 +34,14 @@ class CompiledModule:
             self._checked[key] = (status, counts)
         return self._checked[key]
 
+    def table(self, buffers):
+        """Buffers for several calls: their pointer table, built once."""
+        return BufferTable(buffers)
+
     def call(self, entry, syms, buffers, tape=None, tape_position=0):
-        """Run entry point number ``entry``; returns the tape position it ends at
-        (-1: the tape is too short)."""
-        # from_buffer is the cheap way to a pointer (ndarray.ctypes builds an object)
-        data = ffi.new("void *[]", [ffi.from_buffer(b) for b in buffers] or 1)
+        """Run entry point number ``entry`` on ``buffers`` (a list, or a table of
+        them); returns the tape position it ends at (-1: the tape is too short)."""
+        data = buffers.data if isinstance(buffers, BufferTable) else BufferTable(buffers).data
         tape_ptr = _ptr("double *", tape) if tape is not None and tape.size else ffi.NULL
         capacity = 0 if tape is None else tape.size
         if self.threads != options.threads:
@@ -46,6 +49,17 @@ class CompiledModule:
             self.threads = options.threads
         return self.lib.sc_run(entry, _ptr("int64_t *", syms), data, tape_ptr, tape_position,
                                capacity)
+
+
+class BufferTable:
+    """The ``void *`` table of buffers that an entry point takes. A sweep's buffers stay
+    put from one entry to the next, so it builds theirs once: one ``from_buffer`` per
+    buffer and call took a third of a small kernel's gradient call."""
+
+    def __init__(self, buffers):
+        self.buffers = list(buffers)        # alive as long as the pointers are
+        # from_buffer is the cheap way to a pointer (ndarray.ctypes builds an object)
+        self.data = ffi.new("void *[]", [ffi.from_buffer(b) for b in self.buffers] or 1)
 
 
 def _ptr(ctype, array):
