@@ -312,3 +312,38 @@ def test_the_reverse_of_a_first_write_leaves_its_adjoint_alone():
     want[:-2] += A[1:-1] * A[2:]
     want[2:] += A[1:-1] * A[:-2]
     np.testing.assert_allclose(grad(scratch_product, wrt="A")(A.copy()), want, rtol=1e-13)
+
+
+def test_a_sum_in_a_scalar_is_recorded_once_per_iteration():
+    """conv2d's ``s = bias[f]``, then ``s += w * x`` over the stencil: only the first
+    write pushes, so the value s ends each iteration with is pushed then and popped at
+    the start of the reversed iteration; no iteration's record reads another's, and the
+    record loop runs on threads."""
+    from adjoint.analysis.parallel import parallelize
+    from corpus_more import conv2d, make_conv2d
+    args = make_conv2d(rng_for("conv-record"), 6)
+    adj = conv2d.specialize(args).backward(frozenset({"x", "w"}),
+                                           frozenset({"__return"})).adjoint
+    region = next(r for r in adj.regions if r.name.startswith("loop over f"))
+    assert "s" in adj.recorded
+    marked = _first_loop(parallelize(region.record).body)
+    assert marked.parallel and "s" in marked.private
+    check_fd(conv2d, args, ("x", "w"))
+
+
+@kernel
+def rewritten_scalar(a: float64[N], b: float64[N], y: float64[N]) -> float:
+    for i in range(N):
+        s = a[i]
+        y[i] = s * s
+        s = b[i] * s            # pushes: y's partial needs the s it overwrites
+        y[i] += 3.0 * s
+    return np.sum(y * y)
+
+
+def test_a_scalar_written_twice_per_iteration_keeps_its_pushes():
+    """Pushing at the end of the iteration instead needs the one pushing write to be
+    the iteration's first access to the scalar: here the reverse of ``y[i] = s * s``
+    needs the s that the second write overwrites, so both writes keep their pushes."""
+    rng = rng_for("rewritten-scalar")
+    check_fd(rewritten_scalar, (rng.random(7), rng.random(7), np.zeros(7)), ("a", "b"))

@@ -483,8 +483,9 @@ def _rewrites(loop, writes, name, container):
 
 def _per_iteration(body, recorded, containers, read_elsewhere):
     """Recorded scalars private to the iterations of a loop of ``body`` (a decision on
-    data inside a loop: ``if flx[i, j] > 0``): one tasklet at the top of the loop body
-    writes them before any read, every iteration, and no other region reads them
+    data inside a loop: ``if flx[i, j] > 0``; conv2d's sum ``s``): one tasklet at the top
+    of the loop body writes them before any read, every iteration, and is the only write
+    there that pushes (see _sole_writer), and no other region reads them
     (``read_elsewhere``). Their value at the end of each iteration is pushed, and popped
     at the start of the reversed one, instead of pushing the previous iteration's value
     before the write: no iteration's record or reverse then reads another's, so both
@@ -493,9 +494,9 @@ def _per_iteration(body, recorded, containers, read_elsewhere):
     for loop in loops(body):
         names = []
         for name in sorted(recorded.names - read_elsewhere):
-            writer = _sole_writer(loop, name)
-            if writer is not None and containers[name].is_scalar and recorded.pushes(
-                    writer, Memlet(name)) and private_scalar(name, loop, body, containers):
+            writer = _sole_writer(loop, name, recorded, containers)
+            if writer is not None and containers[name].is_scalar and \
+                    private_scalar(name, loop, body, containers):
                 names.append(name)
                 covered.add((id(writer), name))
         if names:
@@ -503,13 +504,19 @@ def _per_iteration(body, recorded, containers, read_elsewhere):
     return replace(recorded, per_iteration=per_loop, covered=recorded.covered | covered)
 
 
-def _sole_writer(loop, name):
-    """The tasklet writing ``name`` when it is the only node of ``loop`` that does and
-    runs in every iteration (directly in the body, not under a condition or in a map)."""
-    writers = [node for node, _ in _writers(loop.body, name)]
+def _sole_writer(loop, name, recorded, containers):
+    """The tasklet writing ``name`` that pushes, when it is the only node of ``loop`` that
+    does, runs in every iteration (directly in the body, not under a condition or in a
+    map) and is the iteration's first access to ``name``. Writers that push nothing may
+    follow it (conv2d's ``s = bias[f]``, then ``s += w * x`` over the stencil): no reverse
+    partial needs a value they overwrite."""
+    writers = [node for node, _ in _writers(loop.body, name)
+               if recorded.pushes(node, Memlet(name))]
     top = [node for e in loop.body.elements if isinstance(e, State) for node in e.nodes]
-    if len(writers) == 1 and any(node is writers[0] for node in top):
-        return writers[0]
+    first = next((node for node, _ in _ordered(loop.body)
+                  if name in _touched(node, containers)), None)
+    if len(writers) == 1 and writers[0] is first and any(node is first for node in top):
+        return first
     return None
 
 
