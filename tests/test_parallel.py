@@ -6,6 +6,8 @@ import pytest
 from adjoint import float64, grad, kernel, options, symbol
 from adjoint.analysis.parallel import parallelize
 from adjoint.sdfg.nodes import LoopRegion, MapScope, walk
+from corpus_arrays import masked_updates
+from corpus_more import conv2d, make_conv2d
 
 N = symbol("N")
 
@@ -91,21 +93,37 @@ def test_sums_that_rows_share_go_through_per_thread_copies():
     assert loops and all(r.sums == ("c",) for r in loops)
 
 
-@pytest.mark.parametrize("k,make", [
-    (jacobi, lambda r: (r.random((240, 240)), np.zeros((240, 240)), 3)),
-    (row_norms, lambda r: (r.random((260, 260)), np.zeros(260))),
-    (step_norms, lambda r: (r.random((260, 260)), 3)),
-    (column_sums, lambda r: (r.random((260, 260)), r.random(260))),
-    (scaled_outer, lambda r: (r.random((260, 260)), r.random(260), r.random(260)))],
-    ids=["jacobi", "rows", "steps", "columns", "outer"])
-def test_threads_change_only_the_rounding_of_sums(k, make, monkeypatch):
+def test_a_taped_reverse_loop_sums_through_copies_with_its_adjoint_scalars_private():
+    """conv2d's reverse over filters pops one value per pixel, adds into the image's
+    adjoint at pixels the other filters add into too, and carries the adjoint of the
+    per-pixel sum, zero whenever a pixel starts and ends: it runs on threads, the image
+    adjoint through per-thread copies, the scalar private (each copy from zero)."""
+    spec = conv2d.specialize(make_conv2d(np.random.default_rng(0), 6))
+    reverse = next(r.reverse for r in spec.backward(frozenset({"x", "w"}), frozenset(
+        {"__return"})).adjoint.regions if r.name.startswith("loop over f"))
+    top, = (r for r in parallelize(reverse).body.elements if isinstance(r, LoopRegion))
+    assert top.parallel and top.sums == ("__g_x",) and "__g_s" in top.private
+
+
+@pytest.mark.parametrize("k,make,wrt", [
+    (jacobi, lambda r: (r.random((240, 240)), np.zeros((240, 240)), 3), "A"),
+    (row_norms, lambda r: (r.random((260, 260)), np.zeros(260)), "A"),
+    (step_norms, lambda r: (r.random((260, 260)), 3), "A"),
+    (column_sums, lambda r: (r.random((260, 260)), r.random(260)), "A"),
+    (scaled_outer, lambda r: (r.random((260, 260)), r.random(260), r.random(260)), "A"),
+    (conv2d, lambda r: make_conv2d(r, 40), "x"),
+    (masked_updates, lambda r: (2 * r.random(20000), r.random(20000), 0.4), "lo")],
+    ids=["jacobi", "rows", "steps", "columns", "outer", "conv2d", "masked"])
+def test_threads_change_only_the_rounding_of_sums(k, make, wrt, monkeypatch):
+    """(masked_updates: a reverse loop that pops its values from slots and adds into a
+    scalar, through per-thread copies.)"""
     args = make(np.random.default_rng(0))
     results = {}
     for threads in (1, 2, 2):
         monkeypatch.setattr(options, "threads", threads)
         work = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
         ret = k(*work)
-        g = grad(k, wrt="A")(*args)
+        g = grad(k, wrt=wrt)(*args)
         results.setdefault(threads, []).append((ret, work, g))
     (r1, w1, g1), = results[1]
     (r2, w2, g2), (r2b, w2b, g2b) = results[2]

@@ -14,7 +14,8 @@ loop's inner variables), so that equal elements imply equal iterations, or, in a
 loop at the top of its entry, the written container is only added into (``sums``:
 per-thread copies, as for maps). Scalars
 written in the body must be private: written before any read in every iteration and
-never read outside the loop. A push reads its element, a pop writes it; the tape
+never read outside the loop, or zero whenever an iteration starts and ends
+(``LoopRegion.zeroed``: conv2d's adjoint of its per-pixel sum; each copy starts at zero). A push reads its element, a pop writes it; the tape
 allows threads when every iteration pushes (or every one pops) the same number of
 values, so that each finds its own from its index (``tape_per_iteration``). Only the
 outermost parallel construct gets threads; a loop of a few iterations (8 at most)
@@ -82,7 +83,7 @@ class _Marker:
         container the iterations only add into, at elements other iterations add into
         too (a column sum ``gb[j] += ...`` in a loop over rows, a scalar), is summed by
         each thread into a copy of its own: on the CPU, in a loop at the top of its
-        entry that uses no tape."""
+        entry."""
         if loop.stop is None or loop.exit is not None or not loop.step.is_number:
             return None
         tape = tape_per_iteration(loop)
@@ -108,10 +109,11 @@ class _Marker:
                 for m in _read(t):
                     accesses.setdefault(m.data, []).append(m.subset)
                     read.add(m.data)
-        summable = options.device == "cpu" and not nested and tape == ("", 0)
+        summable = options.device == "cpu" and not nested
         private, sums = [], []
         for name, subsets in writes.items():
-            if self.sdfg.containers[name].is_scalar and self._private(name, loop):
+            if self.sdfg.containers[name].is_scalar and (name in loop.zeroed or
+                                                         self._private(name, loop)):
                 private.append(name)
             elif not self.sdfg.containers[name].is_scalar and all(
                     _same_iteration(w, a, loop.var, inner) for w in subsets

@@ -344,13 +344,15 @@ class _Recorded:
     ``claims``: ids of the max/min reductions reversed without a record (see _claims);
     ``snapshots``: id of a loop -> containers pushed whole before it instead of by its
     writes, ``per_iteration``: id of a loop -> scalars pushed at the end of each
-    iteration instead (see _per_iteration), ``covered``: the writes either replaces,
+    iteration instead, ``zeroed``: id of a loop -> those scalars, of it or of a loop in
+    it (see _per_iteration), ``covered``: the writes either replaces,
     as (id of the node, container); ``recompute``: temporaries re-run in the reverse
     instead (see remat)."""
     by_name: dict
     claims: frozenset = frozenset()
     snapshots: dict = field(default_factory=dict)
     per_iteration: dict = field(default_factory=dict)
+    zeroed: dict = field(default_factory=dict)
     covered: frozenset = frozenset()
     recompute: Rematerialised = Rematerialised()
 
@@ -489,8 +491,11 @@ def _per_iteration(body, recorded, containers, read_elsewhere):
     (``read_elsewhere``). Their value at the end of each iteration is pushed, and popped
     at the start of the reversed one, instead of pushing the previous iteration's value
     before the write: no iteration's record or reverse then reads another's, so both
-    loops can run on threads with their tape in slots."""
-    per_loop, covered = {}, set()
+    loops can run on threads with their tape in slots. Their adjoints are then zero
+    whenever an iteration of that loop, or of a loop around it, starts or ends: the
+    reverse of the first write zeroes it last, and nothing outside the loop touches it
+    (``zeroed``: each thread's copy may start from zero)."""
+    per_loop, covered, zeroed = {}, set(), {}
     for loop in loops(body):
         names = []
         for name in sorted(recorded.names - read_elsewhere):
@@ -501,7 +506,11 @@ def _per_iteration(body, recorded, containers, read_elsewhere):
                 covered.add((id(writer), name))
         if names:
             per_loop[id(loop)] = tuple(names)
-    return replace(recorded, per_iteration=per_loop, covered=recorded.covered | covered)
+            for outer in loops(body):   # this loop and those around it
+                if any(inner is loop for inner in loops(outer)):
+                    zeroed[id(outer)] = zeroed.get(id(outer), ()) + tuple(names)
+    return replace(recorded, per_iteration=per_loop, zeroed=zeroed,
+                   covered=recorded.covered | covered)
 
 
 def _sole_writer(loop, name, recorded, containers):
@@ -579,7 +588,10 @@ class _Reverser:
             if starts:
                 body = Sequence((State(tuple(Pop(Memlet(n), region.line)
                                              for n in reversed(starts))),) + body.elements)
-            loop = replace(region, body=body, reverse=not region.reverse, tape_trips=False)
+            zeroed = tuple(adjoint_name(n) for n in self.recorded.zeroed.get(id(region), ())
+                           if n in self.active)
+            loop = replace(region, body=body, reverse=not region.reverse, tape_trips=False,
+                           zeroed=zeroed)
             names = self.recorded.snapshots.get(id(region), ())
             return Sequence((loop, *(self.restore(self.containers[n], region.line)
                                      for n in reversed(names)))) if names else loop

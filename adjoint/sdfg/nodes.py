@@ -164,6 +164,8 @@ class LoopRegion:
     private: tuple = ()     # scalar containers each thread keeps its own copy of
     sums: tuple = ()        # containers only added into: each thread adds into its own
                             # zeroed copy, added to the container in thread order after
+    zeroed: tuple = ()      # scalars zero whenever an iteration starts and ends (adjoints
+                            # of per-iteration records): private, each copy from zero
 
 
 LOAD = "__load_"
