@@ -1,6 +1,7 @@
 """The public API: ``kernel``, ``grad``, ``value_and_grad``, ``vjp``."""
 import functools
 import inspect
+import math
 import types
 
 import numpy as np
@@ -142,8 +143,12 @@ class Specialization:
         """Number of elements of ``container`` at the sizes ``syms``."""
         key = (container.name, syms[:-2].tobytes())
         if key not in self._sizes:
+            # each size at these values, then the product: Container.volume()'s symbolic
+            # Max(0, N - 2) took sympy ~8 ms per array to build (hdiff_limiter's first
+            # call in a warm process: 52 ms); xreplace, not subs (~50x slower)
             env = dict(zip(self.sdfg.symbols, (sp.Integer(int(v)) for v in syms[:-2])))
-            self._sizes[key] = int(container.volume().xreplace(env))     # subs: ~50x slower
+            self._sizes[key] = math.prod(max(0, int(sp.sympify(n).xreplace(env)))
+                                         for n in container.shape)
         return self._sizes[key]
 
     def run(self, module, entry, syms, buffers, tape=None, position=0):
