@@ -226,17 +226,14 @@ def test_flags_are_restored_in_a_nest_of_their_own():
     """A decision on data in a stencil loop: the reverse pops each flag and selects on
     it in a nest that runs first, in the tape's order; the nests after it gather."""
     k, make, wrt = CASES["limited"]
-    leading = []
-    for sdfg in _reverse_sweeps(k, make(rng_for("flags"), 16), wrt):
-        for node, context in walk(sdfg.body):
-            if isinstance(node, Pop) and node.memlet.data.startswith("__if"):
-                leading.append(context)
-    assert leading
-    for sdfg in _reverse_sweeps(k, make(rng_for("flags"), 16), wrt):
-        for node, context in walk(sdfg.body):
-            if isinstance(node, Tasklet) and context in leading:
-                (m, e), = node.outputs
-                assert m.data == "__g_B" and isinstance(e, sp.Piecewise)
+    nodes = [(node, context) for sdfg in _reverse_sweeps(k, make(rng_for("flags"), 16), wrt)
+             for node, context in walk(sdfg.body)]
+    leading = [c for n, c in nodes if isinstance(n, Pop) and n.memlet.data.startswith("__if")]
+    selects = [n for n, c in nodes if isinstance(n, Tasklet) and c in leading]
+    assert leading and selects
+    for node in selects:
+        (m, e), = node.outputs
+        assert m.data == "__g_B" and isinstance(e, sp.Piecewise)
 
 
 def test_in_place_lattice_update_is_one_pass():

@@ -346,4 +346,8 @@ def test_a_scalar_written_twice_per_iteration_keeps_its_pushes():
     the iteration's first access to the scalar: here the reverse of ``y[i] = s * s``
     needs the s that the second write overwrites, so both writes keep their pushes."""
     rng = rng_for("rewritten-scalar")
-    check_fd(rewritten_scalar, (rng.random(7), rng.random(7), np.zeros(7)), ("a", "b"))
+    args = (rng.random(7), rng.random(7), np.zeros(7))
+    record = rewritten_scalar.specialize(args).backward(
+        frozenset({"a", "b"}), frozenset({"__return"})).adjoint.regions[0].record
+    assert sum(isinstance(n, Push) and n.memlet.data == "s" for n, _ in walk(record.body)) == 2
+    check_fd(rewritten_scalar, args, ("a", "b"))

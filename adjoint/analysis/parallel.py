@@ -12,10 +12,10 @@ another: every pair of accesses to a written array must agree, in some dimension
 on the same expression ``a*v + g`` of the loop variable ``v`` (a != 0, g free of the
 loop's inner variables), so that equal elements imply equal iterations, or, in a
 loop at the top of its entry, the written container is only added into (``sums``:
-per-thread copies, as for maps). Scalars
-written in the body must be private: written before any read in every iteration and
-never read outside the loop, or zero whenever an iteration starts and ends
-(``LoopRegion.zeroed``: conv2d's adjoint of its per-pixel sum; each copy starts at zero). A push reads its element, a pop writes it; the tape
+per-thread copies, as for maps). Scalars written in the body must be private: written
+before any read in every iteration and never read outside the loop, or zero whenever
+an iteration starts and ends (``LoopRegion.zeroed``: conv2d's adjoint of its per-pixel
+sum; each copy starts at zero). A push reads its element, a pop writes it; the tape
 allows threads when every iteration pushes (or every one pops) the same number of
 values, so that each finds its own from its index (``tape_per_iteration``). Only the
 outermost parallel construct gets threads; a loop of a few iterations (8 at most)

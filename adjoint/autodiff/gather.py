@@ -213,7 +213,7 @@ def _selects(region):
         flags = {s.name: s for s in taken.free_symbols}
         states = body.elements if isinstance(body, Sequence) else (body,)
         nodes = [n for e in states if isinstance(e, State) for n in e.nodes]
-        if len(states) != sum(isinstance(e, State) for e in states) or not all(
+        if not all(isinstance(e, State) for e in states) or not all(
                 isinstance(n, Tasklet) and not divides(n) for n in nodes):
             return None
         for t in nodes:

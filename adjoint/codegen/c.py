@@ -23,8 +23,8 @@ from sympy.printing.precedence import PRECEDENCE
 
 from ..sdfg.nodes import (ConditionalRegion, Guard, LoopRegion, MapScope, Pop, Push, Sequence,
                           SEGMENT, MatMul, Memlet, State, Tasklet, as_reduction,
-                          condition_containers, divides, flag_symbol, guarded_branches, index_loads,
-                          library_nodes, walk)
+                          condition_containers, divides, flag_symbol, guarded_branches,
+                          index_loads, library_nodes, walk)
 from ..analysis.parallel import (ANY, NEVER, PARALLEL_WORK, distance, injective, linear_form,
                                  shared_across_rows, shared_sums, tape_per_iteration)
 from .printer import CPrinter, c_name
@@ -342,13 +342,13 @@ class _Generator:
             self.emit("#pragma omp for schedule(static)")
             self.in_parallel = True
             try:
-                (iterations or (lambda: self._sequential_loop(loop)))()
+                iterations() if iterations else self._sequential_loop(loop)
             finally:
                 self.in_parallel = False
             self.close()
 
         def serial():       # one thread: the loop as it is, not outlined for OpenMP
-            (iterations or (lambda: self._sequential_loop(replace(loop, parallel=False))))()
+            iterations() if iterations else self._sequential_loop(replace(loop, parallel=False))
         self._with_copies(loop.sums, self._work(loop), worth, threaded, serial)
 
     def _with_copies(self, names, work, worth, threaded, serial):
