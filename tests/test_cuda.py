@@ -20,6 +20,7 @@ from adjoint import DeviceError, float64, grad, jvp, kernel, options, symbol, vj
 from adjoint.analysis.bounds import index_checks
 from adjoint.autodiff import differentiate, linearize
 from adjoint.codegen import Layout
+from adjoint.analysis.device import kernel_nest
 from adjoint.codegen.cuda import cuda_source, launch_plan
 from adjoint.codegen.cuda_preamble import preamble
 from adjoint.frontend import parse, read_source, type_of_value
@@ -150,6 +151,49 @@ def test_perfectly_nested_parallel_loops_are_one_3d_grid():
     src = sources(case.kernel, case.make_args(rng_for("h")), case.wrt)["forward"]
     assert "const int64_t sc_nx = sc_n2, sc_ny = sc_n1, sc_nz = sc_n0;" in _entry(src, 0)
     assert "grid over (i x j x k)" in "\n".join(launch_plan(src))
+
+
+@pytest.mark.parametrize("name,grid", [("jacobi2d", "(i x j)"), ("heat3d", "(i x j x k)")])
+def test_gathered_pieces_of_a_reversed_stencil_are_full_grids(name, grid):
+    """The gather splits the innermost range into boundary pieces and the interior; each
+    piece is a kernel over every level (not a grid over the outer levels whose threads
+    walk the pieces along a row: uncoalesced, and 28x jacobi-2d's forward on an H200)."""
+    case = BY_NAME[name]
+    src = sources(case.kernel, case.make_args(rng_for(name)), case.wrt)["backward"]
+    reverse = [line for line in launch_plan(src) if "grid over" in line][4:]
+    assert len(reverse) > 2 * 4                 # pieces of both sweeps, besides the sum
+    assert all(f"grid over {grid}" in line for line in reverse if "__r1" not in line)
+
+
+@kernel
+def rows_scaled(x: float64[N, N], y: float64[N, N], z: float64[N, N]):
+    for i in range(N):
+        s = x[i, 0]
+        for j in range(N):
+            y[i, j] = s * x[i, j]
+        for j in range(N):
+            z[i, j] = s + x[i, j]
+
+
+@kernel
+def rows_apart(x: float64[N, N], y: float64[N, N], z: float64[N, N]):
+    for i in range(N):
+        for j in range(N):
+            y[i, j] = 2.0 * x[i, j]
+        for j in range(N):
+            z[i, j] = 1.0 + x[i, j]
+
+
+@pytest.mark.parametrize("k,pieces", [(rows_apart, 2), (rows_scaled, 0)])
+def test_nests_are_distributed_over_their_pieces_unless_a_scalar_passes_between(k, pieces):
+    from adjoint.analysis.device import distributed
+    sdfg = validate(parse(read_source(k.__wrapped__), k.__name__, dict(k._declared)))
+    outer = sdfg.body.elements[0]
+    assert str(outer.var) == "i"
+    assert kernel_nest(sdfg, outer) is not None         # a kernel either way
+    nests = distributed(sdfg, outer) or []
+    assert len(nests) == pieces
+    assert all(len(kernel_nest(sdfg, n).loops) == 2 for n in nests)
 
 
 def test_atomics_only_where_iterations_share_elements():
@@ -426,3 +470,19 @@ def test_gpu_at_sizes_with_many_blocks(name, n, monkeypatch, gpu_modules):
     monkeypatch.setattr(options, "device", "cuda")
     monkeypatch.setattr(options, "cuda_emulation", False)
     _assert_same(cpu, _results(case, args), 1e-9)
+
+
+@gpu
+@needs_gpu
+def test_a_failed_allocation_does_not_fail_the_next_launch(monkeypatch, gpu_modules):
+    """The runtime keeps a failed cudaMalloc as its last error until read; the launch
+    checks read it, so it must be cleared when the allocation is reported."""
+    case = BY_NAME["jacobi2d"]
+    args = case.make_args(rng_for(case.name, salt="oom"))
+    monkeypatch.setattr(options, "device", "cpu")
+    cpu = _results(case, args)
+    monkeypatch.setattr(options, "device", "cuda")
+    monkeypatch.setattr(options, "cuda_emulation", False)
+    with pytest.raises(DeviceError, match="out of memory"):
+        case.kernel.specialize(args).forward.module.empty((2**50,))
+    _assert_same(cpu, _results(case, args), 1e-10)

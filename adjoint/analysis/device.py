@@ -20,8 +20,8 @@ from dataclasses import dataclass, replace
 
 import sympy as sp
 
-from ..sdfg.nodes import (Guard, LoopRegion, MapScope, MatMul, Memlet, Pop, Push, State,
-                          Tasklet, index_loads, walk)
+from ..sdfg.nodes import (Guard, LoopRegion, MapScope, MatMul, Memlet, Pop, Push, Sequence,
+                          State, Tasklet, index_loads, walk)
 from .parallel import _isolates, _Marker, injective, shared_sums
 
 LEVELS = 3      # loops one kernel's grid covers
@@ -121,6 +121,38 @@ def kernel_nest(sdfg, loop):
             return nest
         chain.pop()
     return None
+
+
+def distributed(sdfg, loop):
+    """A kernel nest whose innermost body is several loops, as one nest per body loop,
+    each collapsing deeper into its grid; None when that is not allowed or gains nothing.
+
+    The gather splits a reversed stencil's innermost range into pieces (the boundary
+    rows and the interior), so the grid stopped above them and each thread ran the
+    pieces along a row: uncoalesced, and one level of threads short (jacobi-2d's
+    gradient took 28x its forward on an H200). Distributing a parallel nest over its
+    body is legal: iterations meet only through atomic sums, which commute, and with no
+    private scalars or tape positions nothing passes from one piece to the next inside
+    an iteration but through arrays that iteration alone touches."""
+    nest = kernel_nest(sdfg, loop)
+    if nest is None or nest.private or nest.tape or nest.sums or len(nest.loops) == LEVELS:
+        return None
+    pieces = [e for e in nest.body.elements if not (isinstance(e, State) and not e.nodes)]
+    if len(pieces) < 2 or not all(isinstance(e, LoopRegion) for e in pieces):
+        return None
+    nests = [_wrapped(nest.loops, piece) for piece in pieces]
+    if all(len(getattr(kernel_nest(sdfg, n), "loops", ())) <= len(nest.loops) for n in nests):
+        return None
+    return nests
+
+
+def _wrapped(chain, piece):
+    """``piece`` inside copies of the loops of ``chain`` (outermost first)."""
+    body = Sequence((piece,))
+    for r in reversed(chain):
+        r = replace(r, body=body)
+        body = Sequence((r,))
+    return r
 
 
 def _only_loop(body):

@@ -29,7 +29,7 @@ import re
 
 import sympy as sp
 
-from ..analysis.device import has_kernels, kernel_nest, map_atomics, map_pushes
+from ..analysis.device import distributed, has_kernels, kernel_nest, map_atomics, map_pushes
 from ..sdfg.nodes import (ConditionalRegion, LoopRegion, MapScope, MatMul, Pop, Push, SEGMENT,
                           Sequence, State, Tasklet, flag_symbol, walk)
 from .c import ARGS, C_TYPES, _Generator, counted_loop
@@ -423,6 +423,11 @@ class _Host(_Generator):
                           (), "push" if pushes else "", pushes, reverse=False)
 
     def _loop_kernel(self, loop):
+        pieces = distributed(self.sdfg, loop)
+        if pieces:
+            for piece in pieces:
+                self._loop_kernel(piece)
+            return
         nest = kernel_nest(self.sdfg, loop)
         if nest is None:            # marked by another analysis: run it in one thread
             self._single([loop])

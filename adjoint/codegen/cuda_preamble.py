@@ -107,6 +107,8 @@ static int64_t sc_fail(cudaError_t e, const char *what, int line)
         snprintf(sc_msg, sizeof sc_msg, "%s: %s (in `%s`, line %d of the generated CUDA)",
                  cudaGetErrorName(e), cudaGetErrorString(e), what, line);
     sc_failed = 1;
+    (void)cudaGetLastError();   /* a failed call stays the last error until read: clear it,
+                                   or the next launch's check reports it again */
     return -3;
 }
 #define SC_TRY(call) do { cudaError_t sc_err = (call); \
@@ -126,8 +128,11 @@ template <typename T> static T sc_fetch(const T *p)
 static void sc_config(int64_t nx, int64_t ny, int64_t nz, int64_t most, dim3 *grid,
                       dim3 *block)
 {
+    /* the block's width: the fewest idle threads in x (318 points: 64 wide, 320 threads,
+       not 256 wide, 512), the widest of equals */
     int64_t bx = SC_WARP;
-    while (bx < nx && bx < SC_BLOCK) bx *= 2;
+    for (int64_t w = SC_WARP; w <= SC_BLOCK; w *= 2)
+        if ((nx + w - 1) / w * w <= (nx + bx - 1) / bx * bx) bx = w;
     const int64_t by = SC_BLOCK / bx;
     int64_t gx = (nx + bx - 1) / bx, gy = (ny + by - 1) / by, gz = nz;
     if (gy > 65535) gy = 65535;
