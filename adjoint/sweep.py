@@ -66,7 +66,7 @@ class Sweep:
         self.hints = spec.tape_sizes.setdefault((id(bwd), self.syms[:-2].tobytes()), {})
         self.primal = {c.name for c in spec.forward.layout.containers}
         self._start()
-        self.adjoints = {c.name: self._hold(self.mem.zeros(spec.volume(c, self.syms), c.dtype))
+        self.adjoints = {c.name: self._hold(self._adjoint(c))
                          for c in self.containers if c.name not in self.primal}
         runs_forward = run_forward or self.adj.needs_forward
         # Without a forward sweep nothing is recorded or snapshotted: every region "stores"
@@ -101,6 +101,13 @@ class Sweep:
         self.state = {c.name: values[c.name] if c.name in values else self._own(self._new(c))
                       for c in self.containers if c.name in self.primal}
         self.tapes, self.snapshots = {}, {}
+
+    def _adjoint(self, c):
+        """An adjoint buffer: zeros, unless the reverse sweep assigns it first."""
+        size = self.spec.volume(c, self.syms)
+        if c.name in self.adj.assigned_first and c.dtype == np.float64:
+            return self.mem.empty(size)
+        return self.mem.zeros(size, c.dtype)
 
     def _new(self, c):
         """A buffer for the transient ``c``: zeros, unless the program fills it first."""

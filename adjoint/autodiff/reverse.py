@@ -24,6 +24,7 @@ from ..sdfg.nodes import (SDFG, ConditionalRegion, Container, Guard, LoopRegion,
                           condition_containers, every_element, guarded_branches,
                           library_nodes, loops, self_update, tasklets, walk)
 from ..codegen.c import counted_loop
+from .first_touch import assign_first
 from .gather import gather
 from .partials import partial
 from .remat import Rematerialised, rematerialise
@@ -60,6 +61,7 @@ class Adjoint:
     active: frozenset       # containers with adjoints
     recorded: frozenset     # containers whose overwritten values are pushed
     needs_forward: bool     # False when the reverse sweep reads no value the forward changes
+    assigned_first: frozenset = frozenset()    # adjoints needing no zeros (first_touch.py)
 
 
 def differentiate(sdfg, wrt, outputs) -> Adjoint:
@@ -112,8 +114,10 @@ def differentiate(sdfg, wrt, outputs) -> Adjoint:
         later |= r.writes
         regions[k] = replace(r, inputs=(r.reads | r.writes) & later)
     needed = set().union(*readers_by)
+    regions, assigned = assign_first(regions, {adjoint_name(n) for n in active}, containers,
+                                     {adjoint_name(n) for n in outputs})
     return Adjoint(tuple(regions), containers, active, frozenset(recorded_any),
-                   bool(needed & written_containers(sdfg)))
+                   bool(needed & written_containers(sdfg)), assigned)
 
 
 def _first_writes(sdfg):
