@@ -151,6 +151,24 @@ class Specialization:
                                          for n in container.shape)
         return self._sizes[key]
 
+    def outside(self, container, box, syms):
+        """(shape, the index tuples of the parts of ``container`` outside ``box``) at the
+        sizes ``syms``; ``box`` is ``(lo, hi)`` per dimension."""
+        key = (container.name, box, syms[:-2].tobytes())
+        if key not in self._sizes:
+            env = dict(zip(self.sdfg.symbols, (sp.Integer(int(v)) for v in syms[:-2])))
+            shape = tuple(max(0, int(sp.sympify(n).xreplace(env))) for n in container.shape)
+            parts, inner = [], [slice(None)] * len(shape)
+            for d, ((lo, hi), n) in enumerate(zip(box, shape)):
+                lo = min(max(0, int(sp.sympify(lo).xreplace(env))), n)
+                hi = min(max(lo, int(sp.sympify(hi).xreplace(env))), n)
+                for part in ((0, lo), (hi, n)):
+                    if part[1] > part[0]:
+                        parts.append(tuple(inner[:d]) + (slice(*part),) + tuple(inner[d + 1:]))
+                inner[d] = slice(lo, hi)
+            self._sizes[key] = (shape, parts)
+        return self._sizes[key]
+
     def run(self, module, entry, syms, buffers, tape=None, position=0):
         status, _ = module.check(syms)
         if status:

@@ -103,11 +103,19 @@ class Sweep:
         self.tapes, self.snapshots = {}, {}
 
     def _adjoint(self, c):
-        """An adjoint buffer: zeros, unless the reverse sweep assigns it first."""
+        """An adjoint buffer: zeros, but where the reverse sweep assigns a box of it first
+        (autodiff/first_touch.py), zeros only around that box."""
         size = self.spec.volume(c, self.syms)
-        if c.name in self.adj.assigned_first and c.dtype == np.float64:
-            return self.mem.empty(size)
-        return self.mem.zeros(size, c.dtype)
+        box = self.adj.assigned_first.get(c.name)
+        if box is None or c.dtype != np.float64:
+            return self.mem.zeros(size, c.dtype)
+        shape, outside = self.spec.outside(c, box, self.syms)
+        if outside and not self.mem.slices:     # GPU arrays: whole-array clears only
+            return self.mem.zeros(size, c.dtype)
+        buffer = self.mem.empty(size)
+        for part in outside:
+            buffer.reshape(shape)[part] = 0
+        return buffer
 
     def _new(self, c):
         """A buffer for the transient ``c``: zeros, unless the program fills it first."""

@@ -1,77 +1,138 @@
-"""Adjoints whose first touch in the reverse sweep assigns every element.
+"""Adjoints whose first touch in the reverse sweep assigns a box of elements.
 
 The sweep's adjoint buffers start at zero because the reverse sweep adds into them.
 Where the first statement of the whole reverse sweep (in the order the regions' reverse
-sweeps run) that touches an adjoint is a map over all of it that adds into each element
-once, nothing has been added before: the sum is an assignment, and the buffer needs no
-zeros. Vectorised kernels meet this for most temporaries (``flx = np.where(...)`` reads
-its operand elementwise): hdiff-limiter's gradient spent an eighth of its time
-zero-filling such buffers.
+sweeps run) that touches an adjoint is a map or a nest of counted loops adding into one
+element per iteration, at ``v + c`` in each dimension, nothing has been added to that box
+before: the sum is an assignment, and only the rest of the buffer needs zeros. This runs
+before the gather, which then sees a local write. Vectorised and loop stencils meet it
+for the adjoints of their inputs and of ``x`` under ``np.sum(x * x)``: hdiff-limiter's
+gradient spent an eighth of its time zero-filling such buffers.
 """
-from collections import Counter
 from dataclasses import replace
 
 import sympy as sp
 
-from ..sdfg.nodes import MapScope, MatMul, Pop, Push, Sequence, State, Tasklet, walk
+from ..sdfg.nodes import (LoopRegion, MapScope, MatMul, Pop, Push, Sequence, State, Tasklet,
+                          index_loads, walk)
 
 
-def assign_first(regions, adjoints, containers, seeded):
-    """(``regions`` with those sums made assignments, the names of the adjoints they
-    assign). ``adjoints``: the adjoint containers; ``seeded``: those the sweep sets
-    before its reverse sweep runs (the outputs' cotangents)."""
-    seen, assigned = set(seeded), set()
+def assign_first(regions, adjoints, seeded):
+    """(the regions' reverse sweeps with those sums made assignments, {adjoint: box}):
+    ``regions`` in forward order; a box is ``(lo, hi)`` per dimension. ``adjoints``: the
+    adjoint containers; ``seeded``: those the sweep sets before its reverse sweep runs
+    (the outputs' cotangents)."""
+    seen, boxes = set(seeded), {}
     out = []
     for region in reversed(regions):        # the order the reverse sweeps run in
-        body = _top(region.reverse.body, adjoints, containers, seen, assigned)
+        sizes = frozenset(region.reverse.symbols)
+        body = _top(region.reverse.body, (adjoints, sizes), seen, boxes)
         out.append(replace(region, reverse=region.reverse.replace(body=body)))
-    return tuple(reversed(out)), frozenset(assigned)
+    return tuple(reversed(out)), boxes
 
 
-def _top(region, adjoints, containers, seen, assigned):
-    """The region with its top-level maps rewritten (statements in loops or branches may
-    run more than once, or not at all: what they touch only counts as seen)."""
+def _top(region, names, seen, boxes):
+    """The region with its top-level statements rewritten (those in branches may not run,
+    those in a loop's body run more than once: what they touch only counts as seen)."""
     if isinstance(region, Sequence):
-        return Sequence(tuple(_top(e, adjoints, containers, seen, assigned)
-                              for e in region.elements))
+        return Sequence(tuple(_top(e, names, seen, boxes) for e in region.elements))
     if isinstance(region, State):
         nodes = []
         for node in region.nodes:
             if isinstance(node, MapScope):
-                node = _assigning(node, adjoints, containers, seen, assigned)
+                node = _assigning(node, node.params, node.ranges, node.body, names, seen,
+                                  boxes)
             seen.update(_names(node))
             nodes.append(node)
         return replace(region, nodes=tuple(nodes))
+    nest = _nest(region)
+    if nest is not None:
+        region = _assigning(region, *nest, names, seen, boxes)
     for node, _ in walk(region):
         seen.update(_names(node))
     return region
 
 
-def _assigning(node, adjoints, containers, seen, assigned):
-    """The map with each first sum into a whole adjoint made an assignment."""
-    leaves = [t for t in node.body if isinstance(t, Tasklet)]
-    reads = {m.data for t in leaves for _, m in t.inputs}
-    reads |= {t.memlet.data for t in node.body if isinstance(t, (Push, Pop))}
-    writes = Counter(m.data for t in leaves for m, _ in t.outputs)
-    body = []
-    for t in node.body:
-        if isinstance(t, Tasklet):
-            outputs = tuple((replace(m, wcr=None), e)
-                            if m.wcr and m.data in adjoints and m.data not in seen | reads
-                            and writes[m.data] == 1 and _covers(node, m, containers[m.data])
-                            else (m, e) for m, e in t.outputs)
-            assigned.update(m.data for (m, _), (n, _) in zip(t.outputs, outputs)
-                            if m.wcr and not n.wcr)
-            t = replace(t, outputs=outputs)
-        body.append(t)
-    return replace(node, body=tuple(body))
+def _nest(region):
+    """(variables, ranges, body nodes) of a perfect nest of counted loops around one
+    state, or None. A checkpointing segment loop runs its iterations in pieces, each
+    once: its box is that of the whole range."""
+    variables, ranges = [], []
+    while isinstance(region, LoopRegion):
+        if region.stop is None or region.exit is not None or region.tape_trips or \
+                region.step != 1:
+            return None
+        variables.append(region.var)
+        ranges.append((region.start, region.stop, region.step))
+        elements = [e for e in region.body.elements if not (isinstance(e, State) and not e.nodes)]
+        if len(elements) != 1:
+            return None
+        region = elements[0]
+    if not variables or not isinstance(region, State):
+        return None
+    return tuple(variables), tuple(ranges), region.nodes
 
 
-def _covers(node, memlet, container):
-    """Whether the map's points are the container's elements, one each."""
-    return tuple(memlet.subset) == tuple(node.params) and len(node.ranges) == len(
-        container.shape) and all(sp.expand(a) == 0 and sp.expand(b - n) == 0 and s == 1
-                                 for (a, b, s), n in zip(node.ranges, container.shape))
+def _assigning(node, params, ranges, body, names, seen, boxes):
+    """``node`` (a map, or the outermost loop of a nest) with each first sum into an
+    adjoint made an assignment; the boxes assigned go into ``boxes``. ``names``: the
+    adjoint containers, and the sizes a box may depend on."""
+    adjoints, sizes = names
+    if any(isinstance(t, (MapScope, MatMul)) or not isinstance(t, (Tasklet, Push, Pop))
+           for t in body):
+        return node
+    reads = {m.data for t in body if isinstance(t, Tasklet) for _, m in t.inputs}
+    reads |= {t.memlet.data for t in body if isinstance(t, (Push, Pop))}
+    writes = [m.data for t in body if isinstance(t, Tasklet) for m, _ in t.outputs]
+    assign = {}
+    for t in body:
+        for m, _ in t.outputs if isinstance(t, Tasklet) else ():
+            if m.wcr and m.data in adjoints and m.data not in seen | reads and \
+                    writes.count(m.data) == 1:
+                box = _box(m.subset, params, ranges, sizes)
+                if box is not None:
+                    assign[m.data] = box
+    if not assign:
+        return node
+    boxes.update(assign)
+    new_body = tuple(replace(t, outputs=tuple((replace(m, wcr=None) if m.data in assign else m,
+                                               e) for m, e in t.outputs))
+                     if isinstance(t, Tasklet) else t for t in body)
+    return _with_body(node, new_body)
+
+
+def _box(subset, params, ranges, sizes):
+    """The elements ``subset`` reaches over the ranges, ``(lo, hi)`` per dimension, when
+    it reaches one per point (each parameter alone, plus a constant, in its own
+    dimension) and the box depends on the ``sizes`` only (not on outer loops or data),
+    or None."""
+    used, box = set(), []
+    for e in subset:
+        e = sp.expand(e)
+        present = e.free_symbols & set(params)
+        if not present:
+            box.append((e, e + 1))
+            continue
+        p = next(iter(present))
+        start, stop, step = ranges[list(params).index(p)]
+        if len(present) > 1 or p in used or sp.diff(e, p) != 1 or step != 1:
+            return None
+        used.add(p)
+        box.append((start + e - p, stop + e - p))
+    bounds = [sp.sympify(b) for pair in box for b in pair]
+    if used != set(params) or any(b.free_symbols - sizes or index_loads(b) for b in bounds):
+        return None
+    return tuple(box)
+
+
+def _with_body(node, body):
+    """The map, or the loop nest, with its innermost state's nodes replaced."""
+    if isinstance(node, MapScope):
+        return replace(node, body=body)
+    inner = [e for e in node.body.elements if not (isinstance(e, State) and not e.nodes)][0]
+    if isinstance(inner, State):
+        return replace(node, body=Sequence((replace(inner, nodes=body),)))
+    return replace(node, body=Sequence((_with_body(inner, body),)))
 
 
 def _names(node):

@@ -61,7 +61,7 @@ class Adjoint:
     active: frozenset       # containers with adjoints
     recorded: frozenset     # containers whose overwritten values are pushed
     needs_forward: bool     # False when the reverse sweep reads no value the forward changes
-    assigned_first: frozenset = frozenset()    # adjoints needing no zeros (first_touch.py)
+    assigned_first: dict = field(default_factory=dict)    # {adjoint: box it assigns first}
 
 
 def differentiate(sdfg, wrt, outputs) -> Adjoint:
@@ -105,7 +105,7 @@ def differentiate(sdfg, wrt, outputs) -> Adjoint:
         reverser = _Reverser(active, recorded, containers, first)
         regions.append(Region(_describe(part, k), mk(body),
                               mk(_record(body, recorded, containers)),
-                              mk(gather(reverser.region(body))),
+                              mk(reverser.region(body)),
                               reads,
                               writes, _segmented(part)))
     later = frozenset()         # a region's inputs: what it or a later region overwrites
@@ -114,9 +114,11 @@ def differentiate(sdfg, wrt, outputs) -> Adjoint:
         later |= r.writes
         regions[k] = replace(r, inputs=(r.reads | r.writes) & later)
     needed = set().union(*readers_by)
-    regions, assigned = assign_first(regions, {adjoint_name(n) for n in active}, containers,
+    regions, assigned = assign_first(regions, {adjoint_name(n) for n in active},
                                      {adjoint_name(n) for n in outputs})
-    return Adjoint(tuple(regions), containers, active, frozenset(recorded_any),
+    regions = tuple(replace(r, reverse=r.reverse.replace(body=gather(r.reverse.body)))
+                    for r in regions)
+    return Adjoint(regions, containers, active, frozenset(recorded_any),
                    bool(needed & written_containers(sdfg)), assigned)
 
 

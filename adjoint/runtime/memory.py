@@ -80,6 +80,7 @@ class HostMemory:
     then from the pool, and only then from NumPy. ``allocations`` and ``allocated_bytes``
     count the buffers of that size that came from NumPy (the tests' measure of reuse)."""
     copies_arguments = False
+    slices = True               # parts of a buffer can be written (``buffer[part] = 0``)
 
     def __init__(self, pool=None):
         self.pool = pool
@@ -177,6 +178,7 @@ class DeviceMemory(HostMemory):
     """GPU buffers (DeviceArrays) of one CUDA module; every argument is copied in. Not
     pooled: each call allocates (and frees) its own."""
     copies_arguments = True
+    slices = False
 
     def __init__(self, module):
         super().__init__(None)
