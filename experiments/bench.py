@@ -27,7 +27,9 @@ Per kernel and size, in one run:
      core first (XLA otherwise spreads its element-wise loops over every core, whatever
      its flags say), so the engine, NumPy and JAX all compute on one core.
 Compile time: cold = first calls minus steady-state calls (forward + gradient), with a
-fresh SIMCORE_CACHE_DIR; warm = the same in a new process loading from that cache.
+fresh SIMCORE_CACHE_DIR; warm = the same in a new process loading from that cache, the
+better of WARM_WORKERS such processes per kernel (like every other time here, a best of
+several: one run had one kernel at 71 ms that took 7 ms in the next process).
 
 Python's recursion limit is raised to RECURSION_LIMIT: with the default 1000, ``adjoint.grad``
 fails with RecursionError while planning a top-level loop of more than about 150,000
@@ -257,7 +259,25 @@ def warm_worker(names, sizes_name, threads):
         print("WARM " + json.dumps(out), flush=True)
 
 
+WARM_WORKERS = 2
+
+
 def warm_compile(names, sizes_name, cache, threads):
+    """Per kernel, the warm times of the better of WARM_WORKERS fresh processes (both
+    totals kept as ``compile_warm_runs``)."""
+    runs = [_warm_worker_run(names, sizes_name, cache, threads) for _ in range(WARM_WORKERS)]
+    found = {}
+    for name in names:
+        done = [r[name] for r in runs if name in r and "compile_warm_fwd" in r[name]]
+        if not done:
+            found[name] = next((r[name] for r in runs if name in r), {})
+            continue
+        totals = [d["compile_warm_fwd"] + d["compile_warm_grad"] for d in done]
+        found[name] = dict(done[totals.index(min(totals))], compile_warm_runs=totals)
+    return found
+
+
+def _warm_worker_run(names, sizes_name, cache, threads):
     env = dict(os.environ, SIMCORE_CACHE_DIR=cache)
     proc = subprocess.run([sys.executable, __file__, "--warm-worker", "--sizes", sizes_name,
                            "--threads", str(threads),

@@ -277,7 +277,9 @@ def markdown(info, records, sizes):
     lines += ["", "## Compile times", "",
               "Cold: first calls minus steady-state calls, fresh cache (generate C, compile, "
               "load); warm: the same in a new process with the cache filled (lowering, "
-              "analysis and code generation still run; the C compiler does not).", ""]
+              "analysis and code generation still run; the C compiler does not), the better "
+              "of two such processes per kernel (both totals in bench.json: "
+              "`compile_warm_runs`).", ""]
     lines += compile_summary(records) + [""] + compile_table(records)
     lines += literal_table(records, sizes, clock)
     ext = [(rec["name"], s, r, p) for rec in records for s, r in rec["sizes"].items()
