@@ -145,23 +145,27 @@ class Specialization:
         if key not in self._sizes:
             # each size at these values, then the product: Container.volume()'s symbolic
             # Max(0, N - 2) took sympy ~8 ms per array to build (hdiff_limiter's first
-            # call in a warm process: 52 ms); xreplace, not subs (~50x slower)
-            env = dict(zip(self.sdfg.symbols, (sp.Integer(int(v)) for v in syms[:-2])))
-            self._sizes[key] = math.prod(max(0, int(sp.sympify(n).xreplace(env)))
-                                         for n in container.shape)
+            # call in a warm process: 52 ms)
+            self._sizes[key] = math.prod(self._at(container.shape, syms))
         return self._sizes[key]
+
+    def _at(self, exprs, syms):
+        """Integer expressions of the sizes at the values ``syms``, clipped at zero
+        (xreplace, not subs: ~50x slower)."""
+        env = dict(zip(self.sdfg.symbols, (sp.Integer(int(v)) for v in syms[:-2])))
+        return [max(0, int(sp.sympify(e).xreplace(env))) for e in exprs]
 
     def outside(self, container, box, syms):
         """(shape, the index tuples of the parts of ``container`` outside ``box``) at the
         sizes ``syms``; ``box`` is ``(lo, hi)`` per dimension."""
         key = (container.name, box, syms[:-2].tobytes())
         if key not in self._sizes:
-            env = dict(zip(self.sdfg.symbols, (sp.Integer(int(v)) for v in syms[:-2])))
-            shape = tuple(max(0, int(sp.sympify(n).xreplace(env))) for n in container.shape)
+            shape = tuple(self._at(container.shape, syms))
+            bounds = self._at([b for pair in box for b in pair], syms)
             parts, inner = [], [slice(None)] * len(shape)
-            for d, ((lo, hi), n) in enumerate(zip(box, shape)):
-                lo = min(max(0, int(sp.sympify(lo).xreplace(env))), n)
-                hi = min(max(lo, int(sp.sympify(hi).xreplace(env))), n)
+            for d, n in enumerate(shape):
+                lo = min(bounds[2 * d], n)
+                hi = min(max(lo, bounds[2 * d + 1]), n)
                 for part in ((0, lo), (hi, n)):
                     if part[1] > part[0]:
                         parts.append(tuple(inner[:d]) + (slice(*part),) + tuple(inner[d + 1:]))

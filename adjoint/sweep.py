@@ -113,8 +113,10 @@ class Sweep:
         if outside and not self.mem.slices:     # GPU arrays: whole-array clears only
             return self.mem.zeros(size, c.dtype)
         buffer = self.mem.empty(size)
-        for part in outside:
-            buffer.reshape(shape)[part] = 0
+        if outside:
+            shaped = buffer.reshape(shape)
+            for part in outside:
+                shaped[part] = 0
         return buffer
 
     def _new(self, c):

@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 import sympy as sp
 
 from ..sdfg.nodes import (Guard, LoopRegion, MapScope, MatMul, Memlet, Pop, Push, Sequence,
-                          State, Tasklet, index_loads, walk)
+                          State, Tasklet, elements, index_loads, walk)
 from .parallel import _isolates, _Marker, injective, shared_sums
 
 LEVELS = 3      # loops one kernel's grid covers
@@ -137,7 +137,7 @@ def distributed(sdfg, loop):
     nest = kernel_nest(sdfg, loop)
     if nest is None or nest.private or nest.tape or nest.sums or len(nest.loops) == LEVELS:
         return None
-    pieces = [e for e in nest.body.elements if not (isinstance(e, State) and not e.nodes)]
+    pieces = elements(nest.body)
     if len(pieces) < 2 or not all(isinstance(e, LoopRegion) for e in pieces):
         return None
     nests = [_wrapped(nest.loops, piece) for piece in pieces]
@@ -156,9 +156,9 @@ def _wrapped(chain, piece):
 
 
 def _only_loop(body):
-    elements = [e for e in body.elements if not (isinstance(e, State) and not e.nodes)]
-    if len(elements) == 1 and isinstance(elements[0], LoopRegion):
-        return elements[0]
+    found = elements(body)
+    if len(found) == 1 and isinstance(found[0], LoopRegion):
+        return found[0]
     return None
 
 

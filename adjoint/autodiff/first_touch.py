@@ -14,7 +14,7 @@ from dataclasses import replace
 import sympy as sp
 
 from ..sdfg.nodes import (LoopRegion, MapScope, MatMul, Pop, Push, Sequence, State, Tasklet,
-                          index_loads, walk)
+                          elements, index_loads, walk)
 
 
 def assign_first(regions, adjoints, seeded):
@@ -64,10 +64,10 @@ def _nest(region):
             return None
         variables.append(region.var)
         ranges.append((region.start, region.stop, region.step))
-        elements = [e for e in region.body.elements if not (isinstance(e, State) and not e.nodes)]
-        if len(elements) != 1:
+        inner = elements(region.body)
+        if len(inner) != 1:
             return None
-        region = elements[0]
+        region = inner[0]
     if not variables or not isinstance(region, State):
         return None
     return tuple(variables), tuple(ranges), region.nodes
@@ -129,7 +129,7 @@ def _with_body(node, body):
     """The map, or the loop nest, with its innermost state's nodes replaced."""
     if isinstance(node, MapScope):
         return replace(node, body=body)
-    inner = [e for e in node.body.elements if not (isinstance(e, State) and not e.nodes)][0]
+    inner = elements(node.body)[0]
     if isinstance(inner, State):
         return replace(node, body=Sequence((replace(inner, nodes=body),)))
     return replace(node, body=Sequence((_with_body(inner, body),)))

@@ -262,6 +262,11 @@ class Guard:
     condition: sp.Basic
 
 
+def elements(body):
+    """The elements of a Sequence, empty states left out."""
+    return [e for e in body.elements if not (isinstance(e, State) and not e.nodes)]
+
+
 def loops(region):
     """Every LoopRegion of ``region``, outer ones first, in program order."""
     if isinstance(region, LoopRegion):
