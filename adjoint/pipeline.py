@@ -15,7 +15,7 @@ from .analysis.bounds import index_checks
 from .analysis.fusion import fuse
 from .analysis.parallel import parallelize
 from .autodiff import Adjoint, differentiate, linearize
-from .codegen import COUNTS, Layout, generate_module
+from .codegen import COUNTS, Layout, generate_module, translation_units
 from .frontend import fingerprint, parse
 from .runtime import CompiledModule, build_module, load
 from .runtime.artefacts import cached, digest
@@ -68,7 +68,8 @@ def _build(layout, entries, checks, counted, name):
     source = generate_module(layout, entries, checks, counted, dgemm)
     if dgemm is None or dgemm not in source:      # no BLAS, or no product
         libraries = ()
-    return source, load(build_module(source, name, libraries), COUNTS * len(counted))
+    path = build_module(source, name, libraries, parts=translation_units(source))
+    return source, load(path, COUNTS * len(counted))
 
 
 def lower_backward(forward: Forward, wrt, outputs) -> Backward:

@@ -136,7 +136,7 @@ def test_a_node_without_a_compiler_loads_what_the_cache_holds(tmp_path, monkeypa
         raise CompileError(f"C compiler {compiler!r} not usable")
     monkeypatch.setattr(build, "_run_version", missing)        # a node without one
     assert build.build_module(C_SOURCE % 4, "answer") == path
-    monkeypatch.setattr(build.subprocess, "run", _no_such_program)
+    monkeypatch.setattr(build.subprocess, "Popen", _no_such_program)
     with pytest.raises(CompileError, match="task=compile"):
         build.build_module(C_SOURCE % 5, "answer")             # not cached: cannot build
 

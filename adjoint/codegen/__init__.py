@@ -1,4 +1,4 @@
 """SDFG -> C99 source."""
-from .c import COUNTS, Layout, generate_module
+from .c import COUNTS, Layout, generate_module, translation_units
 
-__all__ = ["COUNTS", "Layout", "generate_module"]
+__all__ = ["COUNTS", "Layout", "generate_module", "translation_units"]

@@ -1,4 +1,5 @@
-"""SDFG -> one C99 translation unit.
+"""SDFG -> C99 source: one file, in parts that also compile as translation units of
+their own (the build compiles them in parallel, see :func:`translation_units`).
 
 Entry points are numbered and reached through one function, so the runtime declares
 the same two functions for every module and no user string reaches a declaration:
@@ -74,6 +75,12 @@ static inline void sc_share(int64_t n, int64_t *k0, int64_t *k1)
 #else
 #define SC_SHARED
 #endif
+/* entry points are reached from sc_run, perhaps in another translation unit */
+#if defined(__GNUC__)
+#define SC_LOCAL __attribute__((visibility("hidden")))
+#else
+#define SC_LOCAL
+#endif
 """
 
 BLAS_PROTOTYPE = """/* row-major cblas dgemm with 64-bit integers (OpenBLAS for Python packaging) */
@@ -89,6 +96,8 @@ PRIVATE_SUMS = 1 << 24   # elements of the per-thread copies of a loop's sums, a
 # A thread's share [k0, k1) of a shared nest's outermost iterations (see _Generator._shared).
 CHUNK = (sp.Symbol("__chunk0", integer=True), sp.Symbol("__chunk1", integer=True))
 COUNTS = 4      # per region in sc_check's output: pushes, work, most pushes per iteration, trips
+# Starts each part of a module's source that compiles on its own after the head.
+PART = "/* ---- sc: part ---- */\n"
 C_TYPES = {"float64": "double", "float32": "float", "int64": "int64_t", "int32": "int32_t",
            "bool": "uint8_t"}
 
@@ -121,13 +130,19 @@ def generate_module(layout, entries, checks, counted=(), blas=None):
                     for sdfg in entries for _, ctx in walk(sdfg.body) for r in ctx)
     gen = _Generator(layout, unbounded, blas and any(
         True for sdfg in entries for _ in library_nodes(sdfg.body)))
-    parts = [PREAMBLE] + ([BLAS_PROTOTYPE.format(blas)] if gen.blas else [])
-    for k, sdfg in enumerate(entries):
-        parts.append(gen.entry(k, sdfg))
-    parts.append(_dispatcher(len(entries)))
-    parts.append(THREADS)
-    parts.append(gen.check_entry(checks, counted))
-    return "\n".join(parts)
+    head = [PREAMBLE] + ([BLAS_PROTOTYPE.format(blas)] if gen.blas else [])
+    head += [f"SC_LOCAL int64_t sc_entry{k}({ARGS});" for k in range(len(entries))]
+    parts = [gen.entry(k, sdfg) for k, sdfg in enumerate(entries)]
+    parts.append("\n".join([_dispatcher(len(entries)), THREADS,
+                            gen.check_entry(checks, counted)]))
+    return "\n".join(head) + "\n" + "".join(PART + p for p in parts)
+
+
+def translation_units(source):
+    """(head, parts) of a module's source: the head (preamble, prototypes) followed by
+    any selection of the parts is a translation unit; together they are the module."""
+    head, *parts = source.split(PART)
+    return head, parts
 
 
 THREADS = """void sc_set_threads(int n)
@@ -183,7 +198,7 @@ class _Generator:
     def entry(self, k, sdfg):
         """The entry point's C, after the shared loop nests it calls."""
         self.lines, self.depth, self.functions = [], 0, []
-        self.open(f"static int64_t sc_entry{k}({ARGS})")
+        self.open(f"SC_LOCAL int64_t sc_entry{k}({ARGS})")
         self._unpack()
         self.region(sdfg.body)
         self.emit("(void)sc_tape; (void)sc_cap;")

@@ -146,9 +146,12 @@ class Toolchain:
     full_version: bool = False
 
 
-def build_module(source: str, name: str = "kernel", libraries=(), toolchain=None) -> Path:
+def build_module(source: str, name: str = "kernel", libraries=(), toolchain=None,
+                 parts=None) -> Path:
     """Path of the shared library for ``source``, compiling it if not cached;
-    ``libraries``: extra linker flags; ``toolchain``: a Toolchain (default: C)."""
+    ``libraries``: extra linker flags; ``toolchain``: a Toolchain (default: C);
+    ``parts``: (head, pieces), the same source as pieces that each compile after the
+    head: with several CPUs, groups of them are compiled in parallel and linked."""
     tc = toolchain or Toolchain(options.compiler, tuple(options.cflags))
     compiler, flags = tc.compiler, tuple(tc.flags) + tuple(libraries)
     key = module_key(source, compiler, flags, tc.full_version)
@@ -160,8 +163,34 @@ def build_module(source: str, name: str = "kernel", libraries=(), toolchain=None
     with _locked(directory / f"{key}.lock"):
         if target.exists():
             return target
-        _compile(source, compiler, flags, directory, key, target, name, tc)
+        start = time.perf_counter()
+        c_file = directory / f"{key}{tc.suffix}"
+        _write_atomic(c_file, source)
+        units = _units(parts, _cpus()) if parts else []
+        if len(units) > 1:
+            _compile_parallel(units, compiler, flags, c_file, target, name, tc)
+        else:
+            _compile(c_file, compiler, flags, target, name, tc)
+        _record_identity(compiler, _compiler_identity(compiler, tc.full_version))
+        log.info("%s: compiled in %.2f s (%s)", name, time.perf_counter() - start, target.name)
     return target
+
+
+def _cpus():
+    try:
+        return len(os.sched_getaffinity(0))     # a batch job's share of the node
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def _units(parts, n):
+    """At most ``n`` translation units of about equal length: the head, then a group of
+    pieces (longest first, each to the shortest group so far)."""
+    head, pieces = parts
+    groups = [[] for _ in range(min(n, len(pieces)))]
+    for piece in sorted(pieces, key=len, reverse=True):
+        min(groups, key=lambda g: sum(map(len, g))).append(piece)
+    return [head + "".join(g) for g in groups if g]
 
 
 _NO_LOCKS = (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL, errno.EBADF)
@@ -186,30 +215,77 @@ def _locked(path):
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _compile(source, compiler, flags, directory, key, target, name, tc):
-    start = time.perf_counter()
-    c_file = directory / f"{key}{tc.suffix}"
-    _write_atomic(c_file, source)
-    fd, tmp = tempfile.mkstemp(suffix=".so", dir=directory)
-    os.close(fd)
-    cmd = [compiler, *[f for f in flags if not f.startswith(("-l", "-L", "-Wl"))], "-shared",
-           *tc.pic, str(c_file), "-o", tmp, *[f for f in flags if f.startswith(("-l", "-L",
-                                                                                  "-Wl"))], "-lm"]
+def _compile(c_file, compiler, flags, target, name, tc):
+    compile_flags, link_flags = _split(flags)
+    with _temporary(target) as tmp:
+        _run_compiler([compiler, *compile_flags, "-shared", *tc.pic, str(c_file), "-o", tmp,
+                       *link_flags, "-lm"], compiler, name, c_file)
+
+
+def _compile_parallel(units, compiler, flags, c_file, target, name, tc):
+    """Compile each unit to an object, all at once, then link them into ``target``."""
+    compile_flags, link_flags = _split(flags)
+    stem = f"{target.with_suffix('')}.{os.getpid()}"     # the process's own files
+    files = [Path(f"{stem}.{k}{tc.suffix}") for k in range(len(units))]
+    objects = [Path(f"{stem}.{k}.o") for k in range(len(units))]
+    for path, unit in zip(files, units):
+        _write_atomic(path, unit)
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-    except OSError as exc:
+        procs = [_start([compiler, *compile_flags, "-c", *tc.pic, str(f), "-o", str(o)],
+                        compiler, name) for f, o in zip(files, objects)]
+        outcomes = [(proc, proc.communicate()[1]) for proc in procs]
+        for (proc, stderr), path in zip(outcomes, files):
+            _check(proc, stderr, name, path)
+        with _temporary(target) as tmp:
+            _run_compiler([compiler, *compile_flags, "-shared", *tc.pic, *map(str, objects),
+                           "-o", tmp, *link_flags, "-lm"], compiler, name, c_file)
+        for path in files:                  # kept when compiling failed, for the message
+            path.unlink()
+    finally:
+        for path in objects:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+
+
+def _split(flags):
+    """(compiler flags, linker flags)."""
+    link = tuple(f for f in flags if f.startswith(("-l", "-L", "-Wl")))
+    return tuple(f for f in flags if f not in link), link
+
+
+@contextlib.contextmanager
+def _temporary(target):
+    """A temporary path next to ``target`` that becomes it when the block succeeds."""
+    fd, tmp = tempfile.mkstemp(suffix=target.suffix, dir=target.parent)
+    os.close(fd)
+    try:
+        yield tmp
+    except BaseException:
         os.unlink(tmp)
-        raise CompileError(f"{name} is not in the compile cache {directory} and the C compiler "
-                           f"{compiler!r} cannot run here ({exc}); fill the cache with "
-                           "task=compile (same engine settings) where a compiler is") from None
-    if proc.returncode != 0:
-        os.unlink(tmp)
-        raise CompileError(f"compiling {name} failed ({' '.join(cmd)}):\n{proc.stderr[-4000:]}\n"
-                           f"the generated source is {c_file}")
+        raise
     os.chmod(tmp, 0o755)
     os.replace(tmp, target)
-    _record_identity(compiler, _compiler_identity(compiler, tc.full_version))
-    log.info("%s: compiled in %.2f s (%s)", name, time.perf_counter() - start, target.name)
+
+
+def _run_compiler(cmd, compiler, name, source):
+    proc = _start(cmd, compiler, name)
+    _check(proc, proc.communicate()[1], name, source)
+
+
+def _start(cmd, compiler, name):
+    try:
+        return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    except OSError as exc:
+        raise CompileError(f"{name} is not in the compile cache {cache_dir()} and the C "
+                           f"compiler {compiler!r} cannot run here ({exc}); fill the cache "
+                           "with task=compile (same engine settings) where a compiler is") \
+            from None
+
+
+def _check(proc, stderr, name, source):
+    if proc.returncode != 0:
+        raise CompileError(f"compiling {name} failed ({' '.join(proc.args)}):\n"
+                           f"{stderr[-4000:]}\nthe generated source is {source}")
 
 
 def _write_atomic(path, text):
