@@ -76,3 +76,11 @@ def test_checks_list_only_unproven_conditions():
         "A[0]: index 0 can reach the size N of dimension 0"]      # N may be 0
     with pytest.raises(BoundsError, match="A\\[0\\]"):
         kernel(shifted.__wrapped__)(np.zeros(0))
+
+
+def test_the_quick_sign_query_agrees_with_simplification():
+    from adjoint.analysis.bounds import _nonnegative
+    n, m = sp.Symbol("n", integer=True, positive=True), sp.Symbol("m", integer=True)
+    for bound in (n - 1, n - 2, 2 * n - n - 1, sp.Max(n, 3) - 3, sp.floor(n / 2) * 2 - n + 1,
+                  (n + 1) ** 2 - n ** 2 - 2 * n - 1, m - m, -n, sp.Min(n, 4) - 5):
+        assert _nonnegative(bound) == bool(sp.simplify(bound).is_nonnegative), bound

@@ -7,6 +7,7 @@ loop variables are eliminated innermost first. Unproven accesses become
 :class:`IndexCheck`s, which the generated check entry point evaluates once per
 distinct set of sizes before the kernel runs (never inside the kernel's loops).
 """
+import functools
 from dataclasses import dataclass
 
 import sympy as sp
@@ -51,7 +52,7 @@ def index_checks(sdfg):
                                              (size - 1 - index, sp.Lt(index, size),
                                               f"can reach the size {size} of dimension {k}")):
                     bound = minimum(sp.expand(low), loops)
-                    if bound is not None and sp.simplify(bound).is_nonnegative:
+                    if bound is not None and _nonnegative(bound):
                         continue
                     if indirect:       # checked through the index arrays' value ranges
                         if bound is None:
@@ -62,6 +63,18 @@ def index_checks(sdfg):
                     else:
                         checks.append(IndexCheck(ctx, condition, line, f"{where} {what}"))
     return checks
+
+
+def _nonnegative(bound):
+    """Whether sympy proves ``bound >= 0``; simplifying (slow) only when the plain
+    query cannot tell."""
+    known = bound.is_nonnegative
+    return known if known is not None else _simplified_nonnegative(bound)
+
+
+@functools.lru_cache(maxsize=4096)
+def _simplified_nonnegative(bound):
+    return bool(sp.simplify(bound).is_nonnegative)
 
 
 def _memlets(node, context):
