@@ -1,4 +1,5 @@
 """Timing, checking and extrapolation helpers for the benchmark suite (bench.py)."""
+import contextlib
 import datetime
 import math
 import os
@@ -11,6 +12,7 @@ import numpy as np
 
 
 ONE_CORE = "SIMCORE_BENCH_ONE_CORE"
+ALL_CORES = "SIMCORE_BENCH_ALL_CORES"       # the cores the script was started with
 
 
 def run_on_one_core():
@@ -23,11 +25,28 @@ def run_on_one_core():
     engine, NumPy and JAX on the same single core."""
     if os.environ.get(ONE_CORE) or not hasattr(os, "sched_setaffinity"):
         return
-    core = min(os.sched_getaffinity(0))
-    os.sched_setaffinity(0, {core})
-    os.environ.update({ONE_CORE: str(core), "OPENBLAS_NUM_THREADS": "1",
-                       "OMP_NUM_THREADS": "1"})
+    cores = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(cores)})
+    os.environ.update({ONE_CORE: str(min(cores)), ALL_CORES: ",".join(map(str, sorted(cores))),
+                       "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"})
     os.execv(sys.executable, [sys.executable] + sys.argv)
+
+
+@contextlib.contextmanager
+def every_core():
+    """For the block, the calling thread (so the compiler processes it starts) may run on
+    every core the script was started with, as a user's compile does; the engine's
+    threads and the timed calls stay on the one core."""
+    cores = os.environ.get(ALL_CORES)
+    if not cores or not hasattr(os, "sched_setaffinity"):
+        yield
+        return
+    pinned = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {int(c) for c in cores.split(",")})
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, pinned)
 
 
 def copies(args):
@@ -144,7 +163,7 @@ def machine(jax=None, engine_options=None):
         info["engine_blas"] = getattr(engine_options, "blas", None)
     if hasattr(os, "sched_getaffinity"):
         info["cores_used"] = sorted(os.sched_getaffinity(0))
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "XLA_FLAGS", ONE_CORE):
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "XLA_FLAGS", ONE_CORE, ALL_CORES):
         if os.environ.get(var):
             info[var] = os.environ[var]
     return info

@@ -316,6 +316,26 @@ def test_transients_the_program_fills_first_start_from_any_buffer():
     assert float(first @ v) == pytest.approx(want, rel=1e-8)
 
 
+@kernel
+def limited(x: float64[N]) -> float:
+    d = x[1:] - x[:-1]                  # assigned, then limited in place: one fused map
+    d = np.where(d * x[1:] > 0.0, d, 0.1 * d)
+    return np.sum(d * d)
+
+
+@host_only
+def test_a_transient_its_map_assigns_then_reads_back_needs_no_zeros():
+    spec = limited.specialize((np.ones(n),))
+    assert "d" in spec.filled_first
+    x = np.random.default_rng(9).standard_normal(n)
+    g = grad(limited, wrt="x")
+    first, again = g(x), g(x)                   # the second call reuses the pool
+    np.testing.assert_array_equal(first, again)
+    v = np.random.default_rng(10).standard_normal(n)
+    want = fd_directional(lambda a: float(limited.py_func(*a)), (x,), {"x": 0}, {"x": v})
+    assert float(first @ v) == pytest.approx(want, rel=1e-7)
+
+
 @host_only
 @pytest.mark.parametrize("policy", ["store_all", "recompute_all"])
 def test_a_call_builds_its_pointer_table_once(policy, monkeypatch):

@@ -61,10 +61,13 @@ def filled_first(sdfg):
 
 
 def _fills(node, containers):
-    """Transient arrays the map assigns at every element and does not read."""
-    read = {m.data for t in node.body for _, m in t.inputs}
-    out = set()
+    """Transient arrays the map assigns at every element before any read of them (a
+    read in the map only of its own element, after the assignment: ``flx`` of
+    ``flx = lap[1:] - lap[:-1]; flx = np.where(flx > 0, 0, flx)`` fused)."""
+    out, read = set(), set()
     for t in node.body:
+        read |= {m.data for _, m in t.inputs if m.data not in out or
+                 m.subset != tuple(node.params)}
         for m, _ in t.outputs:
             c = containers[m.data]
             covers = len(c.shape) == len(node.params) and all(
@@ -73,7 +76,7 @@ def _fills(node, containers):
             if c.transient and covers and not m.wcr and m.subset == tuple(node.params) \
                     and m.data not in read:
                 out.add(m.data)
-    return out
+    return out - read
 
 
 def _touched(node, context, containers):
