@@ -307,13 +307,19 @@ def test_transients_the_program_fills_first_start_from_any_buffer():
     assigns every element may take one as it is; the others start from zeros."""
     spec = temporaries.specialize((np.ones(n),))
     assert "lap" in spec.filled_first and "part" not in spec.filled_first
-    x = np.random.default_rng(7).standard_normal(n)
-    g = grad(temporaries, wrt="x")
-    first, again = g(x), g(x)                   # the second call reuses the pool
+    _right_on_pooled_buffers(temporaries, seed=7)
+
+
+def _right_on_pooled_buffers(k, seed):
+    """The gradient w.r.t. ``x``, twice (the second call reuses the pool): the same, and
+    right along a random direction."""
+    rng = np.random.default_rng(seed)
+    x, v = rng.standard_normal(n), rng.standard_normal(n)
+    g = grad(k, wrt="x")
+    first, again = g(x), g(x)
     np.testing.assert_array_equal(first, again)
-    v = np.random.default_rng(8).standard_normal(n)
-    want = fd_directional(lambda a: float(temporaries.py_func(*a)), (x,), {"x": 0}, {"x": v})
-    assert float(first @ v) == pytest.approx(want, rel=1e-8)
+    want = fd_directional(lambda a: float(k.py_func(*a)), (x,), {"x": 0}, {"x": v})
+    assert float(first @ v) == pytest.approx(want, rel=1e-7)
 
 
 @kernel
@@ -327,13 +333,7 @@ def limited(x: float64[N]) -> float:
 def test_a_transient_its_map_assigns_then_reads_back_needs_no_zeros():
     spec = limited.specialize((np.ones(n),))
     assert "d" in spec.filled_first
-    x = np.random.default_rng(9).standard_normal(n)
-    g = grad(limited, wrt="x")
-    first, again = g(x), g(x)                   # the second call reuses the pool
-    np.testing.assert_array_equal(first, again)
-    v = np.random.default_rng(10).standard_normal(n)
-    want = fd_directional(lambda a: float(limited.py_func(*a)), (x,), {"x": 0}, {"x": v})
-    assert float(first @ v) == pytest.approx(want, rel=1e-7)
+    _right_on_pooled_buffers(limited, seed=9)
 
 
 @host_only
