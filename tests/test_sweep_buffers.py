@@ -1,7 +1,7 @@
 """Buffer reuse across differentiated calls (``sweep.py``, ``runtime/memory.py``): a call
 takes its buffers from its specialisation's pool and gives them back when it is over; the
-gradients it returns are its adjoint buffers themselves, never pooled, never overwritten
-by a later call; the ledger and the plan's peak are unchanged; concurrent calls never
+gradients it returns are its adjoint buffers themselves, never overwritten by a later call
+while any array refers to them (then they go back to the pool); the ledger and the plan's peak are unchanged; concurrent calls never
 share a buffer."""
 import threading
 
@@ -66,26 +66,44 @@ def _sweep(k, args):
 
 # ---- allocations ----------------------------------------------------------------------------
 @host_only
-def test_second_call_allocates_only_the_returned_gradient():
+def test_a_call_allocates_only_while_the_caller_holds_gradients():
     args = _smooth_args(0)
     _spec(smooth, args).pool.clear()
     g = grad(smooth, wrt="A")
-    g(*args)
+    kept = g(*args)
     first = _sweep(smooth, args).mem
     assert first.allocations >= 3          # copies of A and B, the adjoints (first call)
     out = g(*args)
     second = _sweep(smooth, args).mem
     assert second.allocations == 1         # the gradient handed to the caller, nothing else
     assert second.allocated_bytes == out.nbytes
+    del out                                # dropped: its buffer goes back to the pool
+    again = g(*args)
+    assert _sweep(smooth, args).mem.allocations == 0
+    np.testing.assert_array_equal(again, kept)
+    assert not np.shares_memory(again, kept)
+
+
+@host_only
+def test_a_view_keeps_a_gradient_out_of_the_pool():
+    g = grad(smooth, wrt="A")
+    view = g(*_smooth_args(1))[100:200]    # the gradient itself is dropped at once
+    want = view.copy()
+    later = [g(*_smooth_args(2 + k)) for k in range(3)]
+    np.testing.assert_array_equal(view, want)
+    assert not any(np.shares_memory(view, other) for other in later)
+    del view
+    assert g(*_smooth_args(9)) is not None and _sweep(smooth, _smooth_args(9)).mem.allocations == 0
 
 
 @host_only
 def test_value_and_grad_allocates_only_what_it_returns():
     args = _smooth_args(1)
     vg = value_and_grad(smooth, wrt=("A", "B"))
+    kept = vg(*args)
     vg(*args)
-    vg(*args)
-    assert _sweep(smooth, args).mem.allocations == 2
+    assert _sweep(smooth, args).mem.allocations == 2      # the first call's are held
+    assert kept is not None
 
 
 @host_only
@@ -93,13 +111,15 @@ def test_value_and_grad_allocates_only_what_it_returns():
                                   dict(policy="revolve", snapshots=3)])
 def test_tapes_and_snapshots_are_reused(plan):
     args = _burgers_args(0)
+    _spec(burgers, args).pool.clear()
     g = grad(burgers, wrt=("u", "nu", "dt"), **plan)
-    g(*args)
+    kept = g(*args)
     first = _sweep(burgers, args)
     assert first.mem.allocations >= 3
     g(*args)
     second = _sweep(burgers, args)
-    assert second.mem.allocations == 1, plan     # only the gradient w.r.t. u
+    assert second.mem.allocations == 1, plan     # the gradient w.r.t. u (the first is held)
+    assert kept is not None
     assert second.ledger.peak == first.ledger.peak
 
 

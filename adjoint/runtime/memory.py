@@ -6,9 +6,13 @@ One memory object serves one differentiated call (one ``Sweep``). On the CPU it 
 its buffers from the specialisation's :class:`BufferPool` where one of the right size
 and dtype is idle (re-zeroed or overwritten, never read as it is), keeps the buffers the
 call releases on the way as *spares* for the call's later needs, and a finished call
-gives what it still holds back to the pool for the next call. Buffers handed to the
-user are never in a pool; buffers under ``SMALL`` bytes are not pooled (NumPy serves
-them faster than a look-up)."""
+gives what it still holds back to the pool for the next call. A buffer handed to the
+user (a gradient) is the user's for as long as any array refers to it; once none does,
+it goes back to the pool too: fresh memory costs a page fault per page on first touch
+(hdiff-limiter's gradient at 1000 x 1000: 1 ms for each 8 MB adjoint it returned, a
+tenth of the call). Buffers under ``SMALL`` bytes are not pooled (NumPy serves them
+faster than a look-up)."""
+import collections
 import threading
 
 import numpy as np
@@ -32,45 +36,76 @@ class BufferPool:
     Retained memory is bounded: :meth:`give` replaces the idle buffers with the ones it
     is given, so a pool holds at most the buffers of the last call that finished (for
     heat-3d at N=100 w.r.t. ``A``: the copies of ``A`` and ``B`` and the adjoint of
-    ``B``, 24 MB; the adjoint of ``A`` went to the user), and nothing that a call in
-    progress took. These idle bytes are on no call's ledger: between calls they are
-    memory the specialisation keeps, like its compiled modules; :meth:`clear` frees them.
-    Taking and giving hold a lock, so concurrent calls never get the same buffer."""
+    ``B``, 24 MB), and nothing that a call in progress took, plus as many of the buffers
+    handed out as that call handed out, once the user dropped them (the adjoint of
+    ``A``). These idle bytes are on no call's ledger: between calls they are memory the
+    specialisation keeps, like its compiled modules; :meth:`clear` frees them. Taking and
+    giving hold a lock, so concurrent calls never get the same buffer; buffers come back
+    from the garbage collector, perhaps inside a call holding the lock, so they come
+    back into a queue of their own (appending to a deque needs no lock)."""
 
     def __init__(self):
         self._lock = threading.Lock()
         self._idle = {}
+        self._returned = collections.deque(maxlen=0)
 
     def take(self, key):
         """An idle flat buffer for ``key`` = (number of elements, dtype), contents
         undefined, now the caller's alone; or None."""
         with self._lock:
+            while self._returned:
+                b = self._returned.popleft()
+                self._idle.setdefault(_key(b.size, b.dtype), []).append(b)
             free = self._idle.get(key)
             return free.pop() if free else None
 
-    def give(self, buffers):
+    def give(self, buffers, handed=0):
         """Make ``buffers`` (which nothing else may use any more) the idle ones; what was
-        idle before is dropped."""
+        idle before is dropped. Of the buffers handed out, up to ``handed`` come back
+        when dropped (see :meth:`handed_out`)."""
         idle = {}
         for b in buffers:
             if b.nbytes >= SMALL:
                 idle.setdefault(_key(b.size, b.dtype), []).append(_flat(b))
         with self._lock:
             self._idle = idle
+            self._returned = collections.deque(maxlen=handed)
+
+    def handed_out(self, buffer):
+        """``buffer`` as an array for the user: it (and every view of it) keeps the
+        buffer alive; when the last goes, the buffer comes back to this pool."""
+        return np.asarray(_Handed(buffer, self))
+
+    def recycle(self, buffer):
+        """A buffer handed out that no array refers to any more (no lock: see above)."""
+        self._returned.append(buffer)
 
     def clear(self):
         with self._lock:
             self._idle = {}
+            self._returned = collections.deque(maxlen=0)
 
     def buffers(self):
         """The idle buffers (a list; for tests and diagnostics)."""
         with self._lock:
-            return [b for free in self._idle.values() for b in free]
+            return [b for free in self._idle.values() for b in free] + list(self._returned)
 
     @property
     def nbytes(self):
         """Bytes held idle."""
         return sum(b.nbytes for b in self.buffers())
+
+
+class _Handed:
+    """The owner of a buffer handed to the user: NumPy arrays made from it, and their
+    views, refer to it; when the last is gone, the buffer goes back to ``pool``."""
+
+    def __init__(self, buffer, pool):
+        self.buffer, self.pool = buffer, pool
+        self.__array_interface__ = buffer.__array_interface__
+
+    def __del__(self):
+        self.pool.recycle(self.buffer)
 
 
 class HostMemory:
@@ -87,6 +122,7 @@ class HostMemory:
         self.spares = {}
         self.spare_bytes = 0
         self.allocations = self.allocated_bytes = 0
+        self.handed = 0
 
     # ---- new buffers ---------------------------------------------------------------------
     def _reuse(self, size, dtype):
@@ -153,7 +189,8 @@ class HostMemory:
         """The call is over: ``buffers`` (its own, nobody else's) and the spares become
         the pool's idle buffers."""
         if self.pool is not None:
-            self.pool.give(list(buffers) + [b for free in self.spares.values() for b in free])
+            self.pool.give(list(buffers) + [b for free in self.spares.values() for b in free],
+                           self.handed)
         self.spares, self.spare_bytes = {}, 0
 
     # ---- contents ------------------------------------------------------------------------
@@ -170,8 +207,11 @@ class HostMemory:
 
     def hand_out(self, array):
         """The contents as a NumPy array the user may keep, for a buffer the call will not
-        use again: on the CPU the buffer itself."""
-        return array
+        use again: on the CPU the buffer itself, back to the pool once the user drops it."""
+        if self.pool is None or array.nbytes < SMALL:
+            return array
+        self.handed += 1
+        return self.pool.handed_out(_flat(array))
 
 
 class DeviceMemory(HostMemory):
