@@ -20,7 +20,9 @@ Per kernel and size, in one run:
      **extrapolated** from the fit and reported as such. Kernels with a second, literal
      port (jax_ports.LITERAL) get the same for it;
   4. best-of-N wall times (fresh input copies made outside the timed region; fewer than
-     ``--repeats`` calls once the calls took ``--budget`` seconds, more for fast calls),
+     ``--repeats`` calls once the calls took ``--budget`` seconds, more for fast calls;
+     the engine's forward and gradient calls take turns, so their ratio compares calls
+     made under the same conditions),
      the median CPU time of the same calls as a cross-check on a shared machine
      (``--clock cpu`` makes the tables use it), and the load average. The engine runs on
      ``--threads`` OpenMP threads; with the default 1 the whole process is pinned to one
@@ -62,9 +64,9 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from experiments import bench_jax, bench_report  # noqa: E402
-from experiments.bench_timing import (best_of, copies, every_core, fit, ladder,  # noqa: E402
-                                      load_average, machine, max_rel_error, run_on_one_core,
-                                      timed)
+from experiments.bench_timing import (best_of, best_of_each, copies, every_core,  # noqa: E402
+                                      fit, ladder, load_average, machine, max_rel_error,
+                                      run_on_one_core, timed)
 
 RESULTS = ROOT / "experiments" / "results"
 RECURSION_LIMIT = 20_000     # see the docstring: a work-around for the engine's planner
@@ -136,10 +138,10 @@ class Suite:
                                 if isinstance(w, np.ndarray)]
         r["check_fwd"] = max_rel_error(pairs)
         r["check_fwd_ok"] = r["check_fwd"] <= FWD_RTOL[precision(args)]
-        t["engine_fwd"] = best_of(case.kernel, make, repeats, budget)
         with every_core() if first else contextlib.nullcontext():
             g, first_grad, _ = timed(grad, *copies(args))
-        t["engine_grad"] = best_of(grad, make, repeats, budget)
+        t["engine_fwd"], t["engine_grad"] = best_of_each((case.kernel, grad), make, repeats,
+                                                         budget)
         r["_engine_grad_value"] = g
         if first:     # compile times: wall clock (the C compiler runs in a child process)
             rec["compile_cold_fwd"] = max(first_fwd - t["engine_fwd"]["wall"], 0.0)

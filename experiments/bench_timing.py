@@ -71,22 +71,32 @@ def best_of(fn, make_args, repeats, budget=3.0, first=None):
     counts their time too, CPU time does not. But JAX computes on a runtime thread whose
     CPU time the kernel accounts at scheduler ticks, so a single short call's CPU time
     can be far off: hence the median, a cross-check of the best wall time."""
-    walls, cpus = ([first[0]], [first[1]]) if first else ([], [])
+    return best_of_each([fn], make_args, repeats, budget, [first])[0]
 
-    def more():
+
+def best_of_each(fns, make_args, repeats, budget=3.0, firsts=None):
+    """:func:`best_of` for each of ``fns``, their calls taking turns, so that each meets
+    the machine as the others do: the ratio of two (a gradient's to its forward's) is
+    then not the ratio of two quiet or busy spells."""
+    samples = [([f[0]], [f[1]]) if f else ([], []) for f in (firsts or [None] * len(fns))]
+
+    def more(walls):
         n, spent = len(walls), sum(walls)
         if n == 0:
             return True
         if n < repeats:                  # up to `repeats`, within the budget
             return spent < budget
         return n < 4 * repeats and spent < 0.25   # fast calls: more samples, cheaply
-    while more():
-        args = make_args()
-        _, wall, cpu = timed(fn, *args)
-        walls.append(wall)
-        cpus.append(cpu)
-    return {"wall": min(walls), "cpu": float(np.median(cpus)), "cpu_min": min(cpus),
-            "calls": len(walls)}
+    while True:
+        due = [k for k, (walls, _) in enumerate(samples) if more(walls)]
+        if not due:
+            break
+        for k in due:
+            _, wall, cpu = timed(fns[k], *make_args())
+            samples[k][0].append(wall)
+            samples[k][1].append(cpu)
+    return [{"wall": min(walls), "cpu": float(np.median(cpus)), "cpu_min": min(cpus),
+             "calls": len(walls)} for walls, cpus in samples]
 
 
 def rel_error(got, want):
