@@ -15,7 +15,7 @@ from .options import options
 from .sweep import Sweep
 from .frontend import RESULT, declared_types, read_source, type_of_value
 from .runtime.arguments import bind
-from .runtime.memory import BufferPool
+from .runtime.memory import BufferPool, HostMemory
 from .sdfg import to_text
 
 
@@ -32,9 +32,7 @@ class Kernel:
     def __call__(self, *args):
         spec = self.specialize(args)
         syms, values = bind(spec.sdfg, args)
-        buffers = spec.buffers(values, syms)
-        spec.run(spec.forward.module, 0, syms, buffers)
-        return spec.result(buffers, syms)
+        return spec.call(values, syms)
 
     def specialize(self, args) -> "Specialization":
         """The compiled forward for the types of ``args`` (annotations where given)."""
@@ -108,12 +106,13 @@ class Specialization:
         self.plans, self.last_sweep = {}, None
         self.tape_sizes = {}    # (backward, sizes) -> {region: tape length that sufficed}
         self.pool = BufferPool()        # host buffers a finished gradient call gave back
+        self.transients = BufferPool()  # those of the last forward call
         self.floating = [a.name for a in self.sdfg.arguments
                          if a.kind == "float" or (a.kind == "array" and a.dtype.kind == "f")]
         written = {m.data for node in _tasklet_outputs(self.sdfg) for m in node}
         self.written_arrays = [a.name for a in self.sdfg.arguments
                                if a.kind == "array" and a.name in written]
-        self.filled_first = filled_first(self.sdfg)    # need no zeros in a sweep's buffers
+        self.filled_first = filled_first(self.sdfg)    # their buffers need no zeros
 
     def argument(self, name):
         return next(a for a in self.sdfg.arguments if a.name == name)
@@ -129,6 +128,27 @@ class Specialization:
         if key not in self._backward:
             self._backward[key] = pipeline.lower_backward(self.forward, *key)
         return self._backward[key]
+
+    def call(self, values, syms):
+        """Run the forward on the bound arguments ``values``: the transients it does not
+        return take the last call's buffers (fresh memory faults in page by page: 8 MB
+        cost hdiff-limiter's forward about 1 ms), zeroed unless the program fills them
+        first; what it returns is new."""
+        mem, held, buffers = HostMemory(self.transients), [], []
+        for c in self.forward.layout.containers:
+            if c.name in values:
+                buffers.append(values[c.name])
+            elif c.name in self.sdfg.returns:
+                buffers.append(self.zeros(c, syms))
+            else:
+                size = self.volume(c, syms)
+                filled = c.name in self.filled_first and c.dtype == np.float64
+                held.append(mem.empty(size) if filled else mem.zeros(size, c.dtype))
+                buffers.append(held[-1])
+        self.run(self.forward.module, 0, syms, buffers)
+        result = self.result(buffers, syms)
+        mem.close(held)
+        return result
 
     def buffers(self, values, syms, containers=None):
         """One ndarray per container of the layout: arguments as given, the rest zeros."""
