@@ -134,7 +134,9 @@ class Specialization:
         return take the last call's buffers (fresh memory faults in page by page: 8 MB
         cost hdiff-limiter's forward about 1 ms), zeroed unless the program fills them
         first; what it returns is new."""
-        mem, held, buffers = HostMemory(self.transients), [], []
+        module = self.forward.module
+        host = getattr(module, "device", "cpu") == "cpu"        # zeroes on its threads
+        mem, held, buffers = HostMemory(self.transients, module if host else None), [], []
         for c in self.forward.layout.containers:
             if c.name in values:
                 buffers.append(values[c.name])

@@ -248,6 +248,21 @@ def test_the_pool_holds_at_most_the_last_call():
 
 
 # ---- threads --------------------------------------------------------------------------------
+@host_only
+@pytest.mark.parametrize("count", [1001, 2**20 + 3])     # below and above the threaded size
+def test_modules_zero_and_copy_whole_buffers(monkeypatch, count):
+    """Compiled modules zero and copy the sweep's buffers on the engine's threads: every
+    byte, also of a size that is no multiple of the threads' 4 KiB pieces."""
+    monkeypatch.setattr(options, "threads", 2)
+    module = _spec(smooth, _smooth_args(0)).forward.module
+    src = np.random.default_rng(0).standard_normal(count).astype(np.float32)
+    dst = np.full(count, np.nan, dtype=np.float32)
+    module.copyto(dst, src)
+    np.testing.assert_array_equal(dst, src)
+    module.fill_zero(dst)
+    assert not dst.any()
+
+
 def test_concurrent_takes_never_share_a_buffer():
     pool = BufferPool()
     buffers = [np.empty(1024) for _ in range(400)]

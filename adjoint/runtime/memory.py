@@ -113,12 +113,14 @@ class HostMemory:
 
     With a ``pool``, new buffers of at least ``SMALL`` bytes come from the call's spares,
     then from the pool, and only then from NumPy. ``allocations`` and ``allocated_bytes``
-    count the buffers of that size that came from NumPy (the tests' measure of reuse)."""
+    count the buffers of that size that came from NumPy (the tests' measure of reuse).
+    With a compiled ``module``, buffers of that size are zeroed and copied by it, on the
+    engine's threads."""
     copies_arguments = False
     slices = True               # parts of a buffer can be written (``buffer[part] = 0``)
 
-    def __init__(self, pool=None):
-        self.pool = pool
+    def __init__(self, pool=None, module=None):
+        self.pool, self.module = pool, module
         self.spares = {}
         self.spare_bytes = 0
         self.allocations = self.allocated_bytes = 0
@@ -148,9 +150,9 @@ class HostMemory:
     def copy(self, array):
         buffer = self._reuse(array.size, array.dtype)
         if buffer is None:
-            return self._fresh(array.copy())
+            buffer = self._fresh(np.empty(array.size, array.dtype))
         buffer = buffer.reshape(array.shape)
-        np.copyto(buffer, array)
+        self.copyto(buffer, array)
         return buffer
 
     def zeros(self, size, dtype):
@@ -162,7 +164,10 @@ class HostMemory:
         buffer = self._reuse(size, dtype)
         if buffer is None:
             buffer = self._fresh(np.empty(size, dtype))
-        buffer.fill(0)
+        if self.module is not None and buffer.nbytes >= SMALL:
+            self.module.fill_zero(buffer)
+        else:
+            buffer.fill(0)
         return buffer
 
     def empty(self, size):
@@ -195,7 +200,11 @@ class HostMemory:
 
     # ---- contents ------------------------------------------------------------------------
     def copyto(self, dst, src):
-        np.copyto(dst, src)
+        if self.module is not None and dst.nbytes >= SMALL and src.dtype == dst.dtype and \
+                src.shape == dst.shape and src.flags.c_contiguous and dst.flags.c_contiguous:
+            self.module.copyto(dst, src)
+        else:
+            np.copyto(dst, src)
 
     def value(self, array):
         """The contents as a NumPy array (the buffer itself)."""
@@ -250,4 +259,4 @@ def memory_for(module, pool=None):
     """The memory of one call of ``module``; host buffers come from ``pool`` if given."""
     if getattr(module, "device", "cpu") == "cuda":
         return DeviceMemory(module)
-    return HostMemory(pool)
+    return HostMemory(pool, module)

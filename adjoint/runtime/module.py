@@ -11,6 +11,7 @@ ffi.cdef("""
 int64_t sc_run(int64_t, const int64_t *, void *const *, double *, int64_t, int64_t);
 int sc_check(const int64_t *, int64_t *);
 void sc_set_threads(int);
+void sc_fill(void *, const void *, int64_t);
 """)
 _loaded = {}
 _lock = threading.Lock()
@@ -44,11 +45,25 @@ class CompiledModule:
         data = buffers.data if isinstance(buffers, BufferTable) else BufferTable(buffers).data
         tape_ptr = _ptr("double *", tape) if tape is not None and tape.size else ffi.NULL
         capacity = 0 if tape is None else tape.size
+        self._threads()
+        return self.lib.sc_run(entry, _ptr("int64_t *", syms), data, tape_ptr, tape_position,
+                               capacity)
+
+    def fill_zero(self, array):
+        """``array[...] = 0`` (contiguous) on the engine's threads."""
+        self._threads()
+        self.lib.sc_fill(ffi.from_buffer(array), ffi.NULL, array.nbytes)
+
+    def copyto(self, dst, src):
+        """``np.copyto(dst, src)`` for contiguous arrays of one dtype and size, on the
+        engine's threads."""
+        self._threads()
+        self.lib.sc_fill(ffi.from_buffer(dst), ffi.from_buffer(src), dst.nbytes)
+
+    def _threads(self):
         if self.threads != options.threads:
             self.lib.sc_set_threads(options.threads)
             self.threads = options.threads
-        return self.lib.sc_run(entry, _ptr("int64_t *", syms), data, tape_ptr, tape_position,
-                               capacity)
 
 
 class BufferTable:
