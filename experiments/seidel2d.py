@@ -4,7 +4,13 @@
 
 Every timing is the best of --repeats calls after one warm-up call, with fresh
 input copies made outside the timed region.  Engine gradients are checked against
-the hand-written C adjoints (allclose) before anything is timed.  Writes
+the hand-written C adjoints (allclose) before anything is timed.  JAX's gradients are
+measured at S and M; at L and paper (T=100, N=400: about a quarter of an hour per call)
+they are **extrapolated**: measured at the same T and N/8, N/4, N/2 (best of up to three
+calls within a second; one call where it takes longer), fitted as
+t = c N^p (log-log least squares) and evaluated at N, labelled (e). An estimate, not a
+bound: each update copies the whole array, so the local exponent grows as the array
+leaves the caches (at paper size 3.3 from N/8 to N/4, 4.7 from N/4 to N/2).  Writes
 experiments/results/seidel2d.{json,md}.
 """
 import argparse
@@ -28,7 +34,7 @@ from experiments.reference import loader as C  # noqa: E402
 from experiments.reference.plain import plain_model, plain_seidel2d  # noqa: E402
 
 SIZES = {"S": (8, 50), "M": (15, 100), "L": (40, 200), "paper": (100, 400)}  # (TSTEPS, N)
-PYTHON_SIZES, JAX_SIZES = {"S"}, {"S", "M"}
+PYTHON_SIZES, JAX_SIZES, JAX_EXTRAPOLATED = {"S"}, {"S", "M"}, {"L", "paper"}
 RESULTS = ROOT / "experiments" / "results"
 
 
@@ -123,7 +129,34 @@ def bench_size(name, T, n, repeats, adjoint, kern, jax, J):
                            jax_grad_w=close(fns["grad_w"](jA, jw), gw_ref))
         for key, f in fns.items():
             r[f"jax_{key}"] = best(lambda: f(jA, jw).block_until_ready(), tuple, repeats)
+    elif J is not None and name in JAX_EXTRAPOLATED:
+        r["jax_extrapolated"] = extrapolate_jax(T, n, model, jax, J)
+        r.update({f"jax_{key}": e["predicted"] for key, e in r["jax_extrapolated"].items()})
     return r
+
+
+def extrapolate_jax(T, n, model, jax, J):
+    """JAX's gradient times at (T, n) from calls at (T, n/8), (T, n/4), (T, n/2):
+    {"grad_A": {"points": [[n', seconds], ...], "exponent": p, "predicted": s}, ...}."""
+    points = {"grad_A": [], "grad_w": []}
+    for m in (n // 8, n // 4, n // 2):
+        jA = jax.numpy.asarray(model.polybench_init(m))
+        jw = jax.numpy.asarray(model.polybench_weights())
+        fns = J.compiled(T, jA, jw)
+        for key in points:
+            times = []
+            while not times or (len(times) < 3 and sum(times) < 1.0):   # a minute at n/2
+                t0 = time.perf_counter()
+                fns[key](jA, jw).block_until_ready()
+                times.append(time.perf_counter() - t0)
+            points[key].append([m, min(times)])
+        print(f"  JAX at T={T} N={m}: " + ", ".join(f"{k} {v[-1][1]:.3g} s"
+                                                   for k, v in points.items()), flush=True)
+    out = {}
+    for key, pts in points.items():
+        p, c = np.polyfit(np.log([m for m, _ in pts]), np.log([t for _, t in pts]), 1)
+        out[key] = {"points": pts, "exponent": float(p), "predicted": float(np.exp(c) * n ** p)}
+    return out
 
 
 def ratios(r):
@@ -137,7 +170,7 @@ def ratios(r):
                 out[f"JAX/engine {what}"] = r[f"jax_{what}"] / r[f"engine_{what}"]
     for who in ("engine", "c", "jax"):
         for g in ("grad_A", "grad_w"):
-            if f"{who}_{g}" in r:
+            if f"{who}_{g}" in r and f"{who}_fwd" in r:
                 out[f"{who} {g}/fwd"] = r[f"{who}_{g}"] / r[f"{who}_fwd"]
     if "python_fwd" in r:
         out["python/C fwd"] = r["python_fwd"] / r["c_fwd"]
@@ -168,14 +201,27 @@ def markdown(rows, info):
             return "-" if v is None else str(v)
         return f"{v * 1e3:.0f}" if v >= 0.1 else f"{v * 1e3:.3g}"
 
+    def cell(r, k):         # (e): extrapolated, not measured
+        e = k.startswith("jax_") and k[4:] in r.get("jax_extrapolated", {})
+        return fmt(r.get(k)) + (" (e)" if e else "")
+
+    def ratio(r, k):
+        e = "JAX" in k and any(g in k for g in r.get("jax_extrapolated", {}))
+        return f"{r['ratios'][k]:.3g}" + (" (e)" if e else "") if k in r["ratios"] else "-"
+
     keys = [k for k, _ in COLUMNS if any(k in r for r in rows)]
     head = [h for k, h in COLUMNS if k in keys]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    lines += ["| " + " | ".join(fmt(r.get(k)) for k in keys) + " |" for r in rows]
+    lines += ["| " + " | ".join(cell(r, k) for k in keys) + " |" for r in rows]
     rk = list(dict.fromkeys(k for r in rows for k in r["ratios"]))
     lines += ["", "| size | " + " | ".join(rk) + " |", "|" + "---|" * (len(rk) + 1)]
-    lines += [f"| {r['size']} | " + " | ".join(f"{r['ratios'][k]:.3g}" if k in r["ratios"] else "-" for k in rk)
-              + " |" for r in rows]
+    lines += [f"| {r['size']} | " + " | ".join(ratio(r, k) for k in rk) + " |" for r in rows]
+    fits = [f"- {r['size']} (T={r['TSTEPS']}, N={r['N']}), JAX {g}: measured "
+            + ", ".join(f"N={m}: {t:.3g} s" for m, t in e["points"])
+            + f"; fit t ~ N^{e['exponent']:.2f}, predicted {e['predicted']:.3g} s"
+            for r in rows for g, e in r.get("jax_extrapolated", {}).items()]
+    if fits:
+        lines += ["", "JAX extrapolations (same T; see the docstring):", *fits]
     checks = "; ".join(f"{r['size']}: " + ", ".join(f"{k} {'ok' if v else 'FAIL'}" for k, v in r["checks"].items())
                        for r in rows if r["checks"])
     bitwise = ", ".join(f"{r['size']} {'yes' if r['engine_fwd_bitwise_python'] else 'no'}"
