@@ -147,7 +147,7 @@ class Specialization:
                 filled = c.name in self.filled_first and c.dtype == np.float64
                 held.append(mem.empty(size) if filled else mem.zeros(size, c.dtype))
                 buffers.append(held[-1])
-        self.run(self.forward.module, 0, syms, buffers)
+        self.run(module, 0, syms, buffers)
         result = self.result(buffers, syms)
         mem.close(held)
         return result
