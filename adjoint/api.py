@@ -57,6 +57,14 @@ class Kernel:
             return f"{self.__name__}: not compiled yet; call explain(*args) with example arguments"
         return "\n\n".join(spec.explain() for spec in self._specs.values())
 
+    def release(self):
+        """Free the buffers kept between calls for reuse (the last forward call's
+        transients, the last gradient call's copies and tapes, gradients dropped since);
+        the compiled code stays."""
+        for spec in self._specs.values():
+            spec.pool.clear()
+            spec.transients.clear()
+
     def __repr__(self):
         return f"<adjoint.kernel {self.__name__}>"
 

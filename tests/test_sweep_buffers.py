@@ -374,6 +374,19 @@ def test_forward_calls_reuse_their_transients():
         assert sorted(b.ctypes.data for b in spec.transients.buffers()) == held
 
 
+@host_only
+def test_release_frees_what_calls_keep():
+    k = _fresh(temporaries)
+    x = np.random.default_rng(12).standard_normal(n)
+    want = grad(k, wrt="x")(x)
+    k(x.copy())
+    spec = _spec(k, (x,))
+    assert spec.pool.nbytes > 0 and spec.transients.nbytes > 0
+    k.release()
+    assert spec.pool.nbytes == 0 and spec.transients.nbytes == 0
+    np.testing.assert_array_equal(grad(k, wrt="x")(x), want)        # still compiled, right
+
+
 @kernel
 def limited(x: float64[N]) -> float:
     d = x[1:] - x[:-1]                  # assigned, then limited in place: one fused map
