@@ -15,7 +15,7 @@ from .options import options
 from .sweep import Sweep
 from .frontend import RESULT, declared_types, read_source, type_of_value
 from .runtime.arguments import bind
-from .runtime.memory import BufferPool, HostMemory
+from .runtime.memory import BufferPool, HostMemory, on_device
 from .sdfg import to_text
 
 
@@ -143,8 +143,8 @@ class Specialization:
         cost hdiff-limiter's forward about 1 ms), zeroed unless the program fills them
         first; what it returns is new."""
         module = self.forward.module
-        host = getattr(module, "device", "cpu") == "cpu"        # zeroes on its threads
-        mem, held, buffers = HostMemory(self.transients, module if host else None), [], []
+        helper = None if on_device(module) else module          # zeroes on its threads
+        mem, held, buffers = HostMemory(self.transients, helper), [], []
         for c in self.forward.layout.containers:
             if c.name in values:
                 buffers.append(values[c.name])
@@ -257,7 +257,7 @@ def _launch_plans(spec):
     modules += [(f"tangent w.r.t. {sorted(w)}", t) for w, t in spec._tangent.items()]
     lines = []
     for what, artefact in modules:
-        if getattr(artefact.module, "device", "cpu") == "cuda":
+        if on_device(artefact.module):
             lines.append(f"GPU launch plan of the {what}:")
             lines += ["  " + line for line in launch_plan(artefact.source)]
     return lines

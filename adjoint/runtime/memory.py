@@ -255,8 +255,13 @@ class DeviceMemory(HostMemory):
         return array.get()
 
 
+def on_device(module):
+    """Whether ``module`` runs on the GPU (its buffers are device arrays)."""
+    return getattr(module, "device", "cpu") == "cuda"
+
+
 def memory_for(module, pool=None):
     """The memory of one call of ``module``; host buffers come from ``pool`` if given."""
-    if getattr(module, "device", "cpu") == "cuda":
+    if on_device(module):
         return DeviceMemory(module)
     return HostMemory(pool, module)
