@@ -9,9 +9,9 @@ import sympy as sp
 
 from . import pipeline
 from .autodiff import tangent_name
-from .analysis.activity import filled_first
+from .analysis.activity import filled_first, written_containers
 from .errors import AdjointError, ArgumentError, BoundsError
-from .options import options
+from .options import target
 from .sweep import Sweep
 from .frontend import RESULT, declared_types, read_source, type_of_value
 from .runtime.arguments import bind
@@ -31,7 +31,7 @@ class Kernel:
 
     def __call__(self, *args):
         spec = self.specialize(args)
-        syms, values = bind(spec.sdfg, args)
+        syms, values = bind(spec.sdfg, args, spec.written_arrays)
         return spec.call(values, syms)
 
     def specialize(self, args) -> "Specialization":
@@ -41,7 +41,7 @@ class Kernel:
             raise ArgumentError(f"{self.__name__}() takes {len(names)} arguments "
                                 f"({', '.join(names)}), got {len(args)}")
         types = {n: self._declared[n] or type_of_value(n, v) for n, v in zip(names, args)}
-        key = (options.device, options.blas) + tuple((n, _type_key(t)) for n, t in types.items())
+        key = (target(),) + tuple((n, _type_key(t)) for n, t in types.items())
         if key not in self._specs:
             if self._source is None:
                 self._source = read_source(self.__wrapped__)
@@ -112,12 +112,13 @@ class Specialization:
         self.forward, self.sdfg = forward, forward.sdfg
         self._backward, self._tangent, self._sizes = {}, {}, {}
         self.plans, self.last_sweep = {}, None
+        self.pullback_reads = {}    # (backward, plan) -> containers vjp's pullbacks read
         self.tape_sizes = {}    # (backward, sizes) -> {region: tape length that sufficed}
         self.pool = BufferPool()        # host buffers a finished gradient call gave back
         self.transients = BufferPool()  # those of the last forward call
         self.floating = [a.name for a in self.sdfg.arguments
                          if a.kind == "float" or (a.kind == "array" and a.dtype.kind == "f")]
-        written = {m.data for node in _tasklet_outputs(self.sdfg) for m in node}
+        written = written_containers(self.sdfg)     # tasklets, maps and matrix products
         self.written_arrays = [a.name for a in self.sdfg.arguments
                                if a.kind == "array" and a.name in written]
         self.filled_first = filled_first(self.sdfg)    # their buffers need no zeros
@@ -143,6 +144,7 @@ class Specialization:
         cost hdiff-limiter's forward about 1 ms), zeroed unless the program fills them
         first; what it returns is new."""
         module = self.forward.module
+        self.verify(module, syms)
         helper = None if on_device(module) else module          # zeroes on its threads
         mem, held, buffers = HostMemory(self.transients, helper), [], []
         for c in self.forward.layout.containers:
@@ -203,7 +205,10 @@ class Specialization:
             self._sizes[key] = (shape, parts)
         return self._sizes[key]
 
-    def run(self, module, entry, syms, buffers, tape=None, position=0):
+    def verify(self, module, syms):
+        """Raise BoundsError naming the line when an index, size or trip count fails its
+        check at these sizes (evaluated once per distinct sizes): before anything is
+        allocated from sizes that may overflow."""
         status, _ = module.check(syms)
         if status:
             check = self.forward.checks[status - 1]
@@ -211,6 +216,9 @@ class Specialization:
                               if not s.name.startswith("__"))
             raise BoundsError(f"{self.sdfg.filename}:{check.line}: {check.message} "
                               f"(at {sizes})")
+
+    def run(self, module, entry, syms, buffers, tape=None, position=0):
+        self.verify(module, syms)
         return module.call(entry, syms, buffers, tape, position)
 
     def result(self, buffers, syms):
@@ -277,12 +285,6 @@ def returned_value(values):
     return tuple(values.values())
 
 
-def _tasklet_outputs(sdfg):
-    from .sdfg.nodes import tasklets
-    for t, _, _ in tasklets(sdfg.body):
-        yield [m for m, _ in t.outputs]
-
-
 def kernel(func):
     """Compile ``func`` (a loop kernel in plain Python) to C with derivatives."""
     return func if isinstance(func, Kernel) else Kernel(func)
@@ -339,7 +341,8 @@ def grad(k: Kernel, wrt, memory_budget=None, policy=None, snapshots=None):
 def vjp(k: Kernel, *args, memory_budget=None, policy=None, snapshots=None):
     """``(outputs, pullback)``: outputs maps each written array and ``"return"`` (for a
     tuple: ``"return0"``, ``"return1"``, ...) to its final value; ``pullback(cotangents)``
-    maps every floating argument to its cotangent at entry."""
+    maps every floating argument to its cotangent at entry, at the values of this call
+    (what it reads of the caller's arrays is copied)."""
     k = kernel(k)
     spec = k.specialize(args)
     outputs = set(spec.written_arrays) | set(spec.sdfg.returns)

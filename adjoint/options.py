@@ -36,6 +36,27 @@ class Options:
 options = Options()
 
 
+@dataclass(frozen=True)
+class Target:
+    """What the generated code is built for: the options that change a compiled module.
+    Every cache of compiled code keys on it (a kernel's specialisations in process, the
+    artefacts on disk), so a change of any of them gives new modules; threads, memory
+    and cache settings change no code and are not in it."""
+    device: str
+    compiler: str
+    cflags: tuple
+    blas: bool
+    cuda: tuple = ()        # (nvcc, cuda_flags, cuda_arch, cuda_emulation) on device="cuda"
+
+
+def target() -> Target:
+    """The Target of the current options."""
+    cuda = (options.nvcc, tuple(options.cuda_flags), options.cuda_arch,
+            bool(options.cuda_emulation)) if options.device != "cpu" else ()
+    return Target(options.device, options.compiler, tuple(options.cflags), bool(options.blas),
+                  cuda)
+
+
 def configure(**changes):
     """Change engine options: ``adjoint.configure(cflags=("-O2",), cache_dir="/scratch/k")``."""
     known = {f.name for f in fields(Options)}

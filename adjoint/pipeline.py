@@ -45,7 +45,7 @@ class Backward:
 
 def lower_forward(src, name, types) -> Forward:
     key = digest("forward", fingerprint(src), name, sorted(types.items(), key=str))
-    return cached(key, lambda: _lower_forward(src, name, types, key))
+    return cached(key, Forward, lambda: _lower_forward(src, name, types, key))
 
 
 def _lower_forward(src, name, types, key):
@@ -74,7 +74,7 @@ def _build(layout, entries, checks, counted, name):
 
 def lower_backward(forward: Forward, wrt, outputs) -> Backward:
     """Entry points 3r, 3r+1, 3r+2: forward, record and reverse of region r."""
-    return cached(digest("backward", forward.key, sorted(wrt), sorted(outputs)),
+    return cached(digest("backward", forward.key, sorted(wrt), sorted(outputs)), Backward,
                   lambda: _lower_backward(forward, wrt, outputs))
 
 
@@ -99,7 +99,7 @@ class Tangent:
 
 
 def lower_tangent(forward: Forward, wrt) -> Tangent:
-    return cached(digest("tangent", forward.key, sorted(wrt)),
+    return cached(digest("tangent", forward.key, sorted(wrt)), Tangent,
                   lambda: _lower_tangent(forward, wrt))
 
 

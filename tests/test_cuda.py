@@ -215,7 +215,7 @@ def test_atomics_only_where_iterations_share_elements():
 def test_scalar_sums_are_block_reductions_not_atomics():
     src = sources(square, (np.ones(4), np.ones(4)), ("x",))["forward"]
     assert "sc_block_sum(sc_sum___sum1, sc_e.red + 0 * SC_RED_BLOCKS + sc_block_id());" in src
-    assert "SC_LAUNCH(sc_sum_finish<double>, dim3(1), dim3(SC_BLOCK)" in src
+    assert "SC_LAUNCH(sc_finish_sum<double>, dim3(1), dim3(SC_BLOCK)" in src
     assert "sc_imin(sc_max_blocks, SC_RED_BLOCKS)" in src       # at most one partial per slot
     assert "atomicAdd" not in src
 

@@ -3,8 +3,9 @@ central differences.
 
 A hypothesis strategy writes random kernels -- nested loops (up, strided, reversed),
 in-bounds affine indices, nonlinear expressions, in-place updates and recurrences,
-scalar accumulators, slices, ``if``/``else`` on indices and on data, ``continue`` and
-``break`` -- as Python source in a temporary module (the engine reads the source).
+scalar accumulators, slices, statements repeated on their line (``s; s``), ``if``/``else``
+on indices and on data, ``continue`` and ``break`` -- as Python source in a temporary
+module (the engine reads the source).
 To keep compiles few, each example is a batch: ``BATCH`` random kernels and one driver
 kernel that calls them all (so the calls are inlined into one compiled module), each
 random kernel on arguments of its own. Every random kernel is then checked on its own:
@@ -96,7 +97,7 @@ class Generator:
         return [self.statement(scope, depth) for _ in range(count)]
 
     def statement(self, scope, depth):
-        kinds = ["assign"] * 4 + ["acc"]
+        kinds = ["assign"] * 4 + ["acc", "twice"]
         if depth < 2:
             kinds += ["loop"] * 4
         if depth < 3:
@@ -132,6 +133,18 @@ class Generator:
 
     def _acc(self, scope, depth):
         return f"acc {self.pick(['+=', '-='])} 0.1 * {self.expr(scope, 1)}"
+
+    def _twice(self, scope, depth):
+        """A statement written twice on one line: two statements equal in text, line and
+        operands, which passes must keep apart. Mostly a nonlinear update of its target,
+        whose reverse needs the target as each one found it."""
+        name = self.array(scope)
+        target = f"{name}[{', '.join(self.index(d, scope) for d in ARRAYS[name])}]"
+        statement = self.pick([f"{target} = np.tanh({target}) * {self.expr(scope, 1)}",
+                               f"acc = np.sin(acc) + {self.expr(scope, 1)}",
+                               self._assign(scope, depth)] +
+                              (["x[:] = np.tanh(x) * (0.5 + x)"] if depth == 0 else []))
+        return f"{statement}; {statement}"
 
     def _slice(self, scope, depth):
         return self.pick(SLICES)

@@ -48,6 +48,12 @@ def written_containers(sdfg):
                      | {mm.out for mm in library_nodes(sdfg.body)})
 
 
+def accessed_containers(sdfg):
+    """Every container ``sdfg`` may read or write, in indices, loop bounds and branch
+    conditions too."""
+    return frozenset().union(*(_touched(n, c, sdfg.containers) for n, c in walk(sdfg.body)))
+
+
 def filled_first(sdfg):
     """Transient arrays whose first access, at the top level of the program, is a map
     assigning every element (``lap = np.zeros((N, M))``, an array expression's

@@ -18,6 +18,7 @@ from dataclasses import replace
 import numpy as np
 import sympy as sp
 
+from ..sdfg.arithmetic import factors_of
 from ..sdfg.nodes import (ConditionalRegion, Container, LoopRegion, MapScope, MatMul, Memlet,
                           Sequence, State, Tasklet, every_element, index_loads, self_update,
                           walk)
@@ -170,8 +171,9 @@ def _scaled_product(t, containers):
         return None
     _, own, rest = update
     reads = t.connector_memlets()
-    factors = [f for f in rest.args if f in reads and len(reads[f].subset) == 2]
-    scale = sp.Mul(*[f for f in rest.args if f not in factors])
+    args = factors_of(rest)             # BLAS sums in its own order: within rounding
+    factors = [f for f in args if f in reads and len(reads[f].subset) == 2]
+    scale = sp.Mul(*[f for f in args if f not in factors])
     scalars = tuple((c, m) for c, m in t.inputs if c in scale.free_symbols)
     if len(factors) != 2 or scale.free_symbols != {c for c, _ in scalars} or \
             any(containers[m.data].shape for _, m in scalars):

@@ -10,6 +10,7 @@ reads (stencils) and different ranges keep the maps apart.
 """
 from dataclasses import replace
 
+from ..sdfg.arithmetic import substitute
 from ..sdfg.nodes import ConditionalRegion, LoopRegion, MapScope, Sequence, State, Tasklet
 from .parallel import injective
 
@@ -72,7 +73,7 @@ def _renamed(t, rename):
     def memlet(m):
         return replace(m, subset=tuple(e.xreplace(rename) for e in m.subset))
     return Tasklet(tuple((c, memlet(m)) for c, m in t.inputs),
-                   tuple((memlet(m), e.xreplace(rename)) for m, e in t.outputs), t.line)
+                   tuple((memlet(m), substitute(e, rename)) for m, e in t.outputs), t.line)
 
 
 def _pointwise(first, second, params):

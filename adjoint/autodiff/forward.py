@@ -9,13 +9,14 @@ from dataclasses import replace
 import sympy as sp
 
 from ..analysis.activity import closure, dependencies
+from ..sdfg.arithmetic import TANGENT
 from ..sdfg.nodes import (ConditionalRegion, Container, LoopRegion, MapScope, MatMul, Memlet,
                           Sequence, State, Tasklet)
 from .partials import partial
 
 
 def tangent_name(name):
-    return f"__d_{name}"
+    return TANGENT + name
 
 
 def linearize(sdfg, wrt):

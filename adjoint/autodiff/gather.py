@@ -56,6 +56,7 @@ import sympy as sp
 from ..analysis.parallel import ANY, NEVER, PARALLEL_WORK, distance, injective, linear_form
 from ..frontend.functions import floordiv
 from ..options import options
+from ..sdfg.arithmetic import substitute
 from ..sdfg.nodes import (SEGMENT, THREADS, ConditionalRegion, LoopRegion, MapScope, Memlet,
                           Pop, Sequence, State, Tasklet, divides, guarded_branches,
                           index_loads)
@@ -325,7 +326,7 @@ def _unit_stride(nest, leading):
 
 def _substituted(t, at):
     return Tasklet(tuple((c, _at(m, at)) for c, m in t.inputs),
-                   tuple((_at(m, at), e.xreplace(at)) for m, e in t.outputs), t.line)
+                   tuple((_at(m, at), substitute(e, at)) for m, e in t.outputs), t.line)
 
 
 def _at(memlet, at):

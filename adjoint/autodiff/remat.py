@@ -29,17 +29,18 @@ from dataclasses import dataclass, field
 
 import sympy as sp
 
+from ..sdfg.arithmetic import np_maximum, np_minimum
 from ..sdfg.nodes import (MapScope, Sequence, State, Tasklet, index_loads, library_nodes, loops,
                           tasklets)
 
-CHEAP = (sp.Max, sp.Min, sp.Abs, sp.sign, sp.Piecewise)
+CHEAP = (np_maximum, np_minimum, sp.Max, sp.Min, sp.Abs, sp.sign, sp.Piecewise)
 
 
 @dataclass(frozen=True)
 class Rematerialised:
     names: frozenset = frozenset()          # containers recomputed, never recorded
-    before: dict = field(default_factory=dict)   # id of a node -> nodes re-run before its reverse
-    reads: dict = field(default_factory=dict)    # id of a re-run tasklet -> what else it reads
+    before: dict = field(default_factory=dict)   # a node -> nodes re-run before its reverse
+    reads: dict = field(default_factory=dict)    # a re-run tasklet -> what else it reads
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,7 @@ def rematerialise(body, readers, earlier, containers, kept):
     names, before, reads = set(), {}, {}
     for loop in loops(body):
         steps = _steps(loop.body)
-        index = {id(s.tasklet): k for k, s in enumerate(steps) if s.tasklet is not None}
+        index = {s.tasklet: k for k, s in enumerate(steps) if s.tasklet is not None}
         chain = {name for name in readers if containers[name].transient
                  and name not in earlier and name in writers}
         while True:
@@ -79,9 +80,9 @@ def rematerialise(body, readers, earlier, containers, kept):
             continue
         rerun = [s for s in steps if s.tasklet is not None and s.writes & chain]
         names |= chain
-        before[id(steps[point].node)] = _rerun_nodes(rerun)
+        before[steps[point].node] = _rerun_nodes(rerun)
         for s in rerun:
-            reads[id(s.tasklet)] = frozenset(m.data for _, m in s.tasklet.inputs) - chain
+            reads[s.tasklet] = frozenset(m.data for _, m in s.tasklet.inputs) - chain
     return Rematerialised(frozenset(names), before, reads)
 
 
@@ -110,16 +111,16 @@ def _outputs(t):
 def _point(steps, chain, readers):
     """Index of the last step reading a chain member in a reverse partial (the re-run
     goes before the reverse of its node: the end of that node bounds the check)."""
-    ids = {id(node) for name in chain for node, _ in readers[name]}
-    last = max((k for k, s in enumerate(steps) if id(s.tasklet) in ids), default=0)
+    nodes = {node for name in chain for node, _ in readers[name]}
+    last = max((k for k, s in enumerate(steps) if s.tasklet in nodes), default=0)
     while last + 1 < len(steps) and steps[last + 1].node is steps[last].node:
         last += 1
     return last
 
 
 def _eligible(name, steps, index, chain, readers, writers, loop, point, kept):
-    own = [index.get(id(t)) for t in writers[name]]
-    read = [None if node is None else index.get(id(node)) for node, _ in readers[name]]
+    own = [index.get(t) for t in writers[name]]
+    read = [None if node is None else index.get(node) for node, _ in readers[name]]
     if None in own or None in read or max(own) >= min(read):
         return False
     for k in own:
@@ -129,7 +130,7 @@ def _eligible(name, steps, index, chain, readers, writers, loop, point, kept):
             return False
         for _, m in t.inputs:
             if m.data in chain:
-                if max(index.get(id(u), len(steps)) for u in writers[m.data]) >= k:
+                if max(index.get(u, len(steps)) for u in writers[m.data]) >= k:
                     return False
             elif m.data not in kept or any(m.data in s.writes for s in steps[k + 1:point + 1]):
                 return False

@@ -19,6 +19,7 @@ import sympy as sp
 
 from ..analysis.activity import active_containers, written_containers
 from ..analysis.parallel import injective, private_scalar
+from ..sdfg.arithmetic import ADJOINT
 from ..sdfg.nodes import (SDFG, ConditionalRegion, Container, Guard, LoopRegion, MapScope,
                           MatMul, Memlet, Pop, Push, Sequence, State, Tasklet,
                           condition_containers, every_element, guarded_branches,
@@ -33,7 +34,7 @@ G = sp.Symbol("__g", real=True)
 
 
 def adjoint_name(name):
-    return f"__g_{name}"
+    return ADJOINT + name
 
 
 @dataclass(frozen=True)
@@ -123,7 +124,7 @@ def differentiate(sdfg, wrt, outputs) -> Adjoint:
 
 
 def _first_writes(sdfg):
-    """ids of the tasklets outside loops that assign a transient before anything else
+    """The tasklets outside loops that assign a transient before anything else
     touches it (in a map, each point its own element). No later step of the reverse
     sweep reads the adjoint such a write leaves, so it need not be zeroed there (the
     sweep's adjoint buffers start at zero): the reverse of ``lap = np.zeros(...)``
@@ -140,7 +141,7 @@ def _first_writes(sdfg):
                 if out.data not in kept | seen and not out.wcr and \
                         out.data not in {m.data for _, m in leaf.inputs} and \
                         (not params or injective(out.subset, params)):
-                    first.add(id(leaf))
+                    first.add(leaf)
             seen |= touched
     return frozenset(first)
 
@@ -153,20 +154,20 @@ def _add_readers(readers, own):
 
 def _pushed(body, own, readers, earlier, writes, claims):
     """_Recorded.by_name for one region: the containers it writes that some reverse partial
-    reads, each with None (every write pushes) or the ids of the writing nodes that must.
+    reads, each with None (every write pushes) or the writing nodes that must.
     Max/min reductions (``claims``) never push: their reverse reads the final value."""
     by_name = {}
     for name in readers.keys() & writes:
         only = None
         if _self_covered(name, readers[name]):
-            only = frozenset(map(id, readers[name]))
+            only = frozenset(readers[name])
         writers = list(_writers(body, name))
         if name not in earlier:         # the reverse restores back to the first reader only
             first = min(key for _, key in own[name])
-            late = frozenset(id(node) for node, key in writers if key >= first)
+            late = frozenset(node for node, key in writers if key >= first)
             only = late if only is None else only & late
-        if only is None and any(id(node) in claims for node, _ in writers):
-            only = frozenset(id(node) for node, _ in writers)
+        if only is None and any(node in claims for node, _ in writers):
+            only = frozenset(node for node, _ in writers)
         if only is not None:
             only -= claims
         if only is None or only:
@@ -175,7 +176,7 @@ def _pushed(body, own, readers, earlier, writes, claims):
 
 
 def _claims(body, active, own, earlier, containers):
-    """ids of the max/min reductions of ``body`` reversed without a record: ``acc =
+    """The max/min reductions of ``body`` reversed without a record: ``acc =
     max(acc, v)`` where nothing else in the loop nest around it touches ``acc`` and no
     reverse partial needs ``acc`` from before it (``own``, ``earlier``: see _pushed).
     Run after run on one element, the final ``acc`` is the largest ``v``; its adjoint
@@ -193,7 +194,7 @@ def _claims(body, active, own, earlier, containers):
                 ok = acc in active and acc not in earlier and min(
                     (k for _, k in own.get(acc, ())), default=key) == key and not any(
                     u is not t and acc in _touched(u, containers) for u in members)
-                verdict[id(t)] = verdict.get(id(t), True) and ok
+                verdict[t] = verdict.get(t, True) and ok
     return frozenset(k for k, ok in verdict.items() if ok)
 
 
@@ -294,7 +295,7 @@ def _readers(body, containers, active, rerun=None):
     and the tasklets the reverse re-runs (``rerun``: id -> what they read, see remat)."""
     readers = {}
     for node, key in _ordered(body):
-        for name in (rerun or {}).get(id(node), ()):
+        for name in (rerun or {}).get(node, ()):
             readers.setdefault(name, set()).add((node, key))
         if isinstance(node, Guard):
             for name in condition_containers(node.condition, containers):
@@ -346,13 +347,13 @@ def _self_covered(name, readers):
 @dataclass(frozen=True)
 class _Recorded:
     """Which writes push the element they overwrite: for each recorded container, None
-    (every write) or the ids of the nodes whose writes alone need it (see _pushed);
-    ``claims``: ids of the max/min reductions reversed without a record (see _claims);
-    ``snapshots``: id of a loop -> containers pushed whole before it instead of by its
-    writes, ``per_iteration``: id of a loop -> scalars pushed at the end of each
-    iteration instead, ``zeroed``: id of a loop -> those scalars, of it or of a loop in
+    (every write) or the nodes whose writes alone need it (see _pushed);
+    ``claims``: the max/min reductions reversed without a record (see _claims);
+    ``snapshots``: a loop -> containers pushed whole before it instead of by its
+    writes, ``per_iteration``: a loop -> scalars pushed at the end of each
+    iteration instead, ``zeroed``: a loop -> those scalars, of it or of a loop in
     it (see _per_iteration), ``covered``: the writes either replaces,
-    as (id of the node, container); ``recompute``: temporaries re-run in the reverse
+    as (node, container); ``recompute``: temporaries re-run in the reverse
     instead (see remat)."""
     by_name: dict
     claims: frozenset = frozenset()
@@ -368,8 +369,8 @@ class _Recorded:
 
     def pushes(self, node, memlet):
         only = self.by_name.get(memlet.data, ())
-        return memlet.data in self.by_name and (only is None or id(node) in only) and (
-            id(node), memlet.data) not in self.covered
+        return memlet.data in self.by_name and (only is None or node in only) and (
+            node, memlet.data) not in self.covered
 
 
 def _after_full_writes(body, recorded, containers, active):
@@ -389,7 +390,7 @@ def _after_full_writes(body, recorded, containers, active):
                     fresh -= reads(State((node,)))
                     for t in node.body if isinstance(node, MapScope) else (node,):
                         for name in _written(t) & fresh:
-                            covered.add((id(t), name))
+                            covered.add((t, name))
                     fresh |= {name for name in _written(node) if _pushes_whole(
                         node, name, containers[name], recorded, active)}
             else:           # a loop, a condition or a sequence: new writes may not run
@@ -452,8 +453,8 @@ def _snapshots(body, recorded, containers, active):
             names = () if depth == 0 else _snapshot_names(region, recorded, containers,
                                                           active, taken)
             if names:
-                snapshots[id(region)] = names
-                covered.update((id(t), n) for n in names for t, _ in _writers(region.body, n))
+                snapshots[region] = names
+                covered.update((t, n) for n in names for t, _ in _writers(region.body, n))
             visit(region.body, depth + 1, taken | set(names))
     visit(body, 0, frozenset())
     return replace(recorded, snapshots=snapshots, covered=recorded.covered | covered)
@@ -509,12 +510,12 @@ def _per_iteration(body, recorded, containers, read_elsewhere):
             if writer is not None and containers[name].is_scalar and \
                     private_scalar(name, loop, body, containers):
                 names.append(name)
-                covered.add((id(writer), name))
+                covered.add((writer, name))
         if names:
-            per_loop[id(loop)] = tuple(names)
+            per_loop[loop] = tuple(names)
             for outer in loops(body):   # this loop and those around it
                 if any(inner is loop for inner in loops(outer)):
-                    zeroed[id(outer)] = zeroed.get(id(outer), ()) + tuple(names)
+                    zeroed[outer] = zeroed.get(outer, ()) + tuple(names)
     return replace(recorded, per_iteration=per_loop, zeroed=zeroed,
                    covered=recorded.covered | covered)
 
@@ -541,12 +542,12 @@ def _record(region, recorded, containers):
         return Sequence(tuple(_record(e, recorded, containers) for e in region.elements))
     if isinstance(region, LoopRegion):
         body = _record(region.body, recorded, containers)
-        ends = recorded.per_iteration.get(id(region), ())
+        ends = recorded.per_iteration.get(region, ())
         if ends:
             body = Sequence(body.elements + (State(tuple(Push(Memlet(n), region.line)
                                                          for n in ends)),))
         loop = replace(region, body=body, tape_trips=region.exit is not None)
-        names = recorded.snapshots.get(id(region), ())
+        names = recorded.snapshots.get(region, ())
         if not names:
             return loop
         pushes = [n for name in names for n in _push_all(containers[name], region.line)]
@@ -590,15 +591,15 @@ class _Reverser:
             return Sequence(tuple(p for p in parts if not _empty(p)))
         if isinstance(region, LoopRegion):
             body = self.region(region.body)
-            starts = self.recorded.per_iteration.get(id(region), ())
+            starts = self.recorded.per_iteration.get(region, ())
             if starts:
                 body = Sequence((State(tuple(Pop(Memlet(n), region.line)
                                              for n in reversed(starts))),) + body.elements)
-            zeroed = tuple(adjoint_name(n) for n in self.recorded.zeroed.get(id(region), ())
+            zeroed = tuple(adjoint_name(n) for n in self.recorded.zeroed.get(region, ())
                            if n in self.active)
             loop = replace(region, body=body, reverse=not region.reverse, tape_trips=False,
                            zeroed=zeroed)
-            names = self.recorded.snapshots.get(id(region), ())
+            names = self.recorded.snapshots.get(region, ())
             return Sequence((loop, *(self.restore(self.containers[n], region.line)
                                      for n in reversed(names)))) if names else loop
         if isinstance(region, ConditionalRegion):
@@ -610,7 +611,7 @@ class _Reverser:
         """A state's nodes backwards; maps that restore values become reversed loops."""
         elements, pending = [], []
         for node in reversed(state.nodes):
-            rerun = self.recorded.recompute.before.get(id(node))
+            rerun = self.recorded.recompute.before.get(node)
             if rerun:
                 elements += [State(tuple(pending), state.label)] if pending else []
                 elements.append(State(rerun, state.label))
@@ -679,7 +680,7 @@ class _Reverser:
 
     def tasklet(self, t):
         """Restore, then propagate, for one forward tasklet (single output)."""
-        if id(t) in self.recorded.claims:
+        if t in self.recorded.claims:
             return self.claim(t)
         (out, expr), = t.outputs
         nodes = [Pop(out, t.line)] if self.recorded.pushes(t, out) else []
@@ -700,7 +701,7 @@ class _Reverser:
                 self_coeff += d
             elif d != 0:
                 writes.append((Memlet(adjoint_name(m.data), m.subset, "sum"), G * d))
-        if self_coeff != 1 and not (self_coeff == 0 and id(t) in self.first_writes):
+        if self_coeff != 1 and not (self_coeff == 0 and t in self.first_writes):
             writes.insert(0, (Memlet(adjoint_name(out.data), out.subset), G * self_coeff))
         if writes:
             nodes.append(Tasklet(tuple(inputs.items()), tuple(writes), t.line))

@@ -32,9 +32,9 @@ import sympy as sp
 from ..analysis.device import distributed, has_kernels, kernel_nest, map_atomics, map_pushes
 from ..sdfg.nodes import (ConditionalRegion, LoopRegion, MapScope, MatMul, Pop, Push, SEGMENT,
                           Sequence, State, Tasklet, flag_symbol, walk)
-from .c import ARGS, C_TYPES, _Generator, counted_loop
+from .c import ARGS, C_TYPES, INTERRUPTED, INTERRUPTS, _Generator, _dispatcher, counted_loop
 from .cuda_preamble import preamble
-from .printer import c_name
+from .printer import c_name, identifier, spelling
 
 API = """extern "C" void {p}sc_set_threads(int n) {{ (void)n; }}
 extern "C" const char *{p}sc_error(void) {{ return sc_msg; }}
@@ -52,8 +52,10 @@ def generate_cuda_module(layout, entries, checks, counted=(), emulate=False, pre
     checker = _Generator(layout)
     parts = [_plan_comment(module.plan)]
     parts.append(f"namespace {prefix}module {{" if prefix else preamble(emulate))
-    parts += [module.declarations(), *module.kernels, *body,
-              _dispatcher(len(entries), prefix), _writes(layout, entries, prefix),
+    prologue = "    sc_failed = 0;\n    sc_msg[0] = 0;\n    if (sc_init() < 0) return -3;\n"
+    parts += [module.declarations(), *module.kernels, *body, INTERRUPTS,
+              _dispatcher(module.polls, prologue, f'extern "C" int64_t {prefix}'),
+              _writes(layout, entries, prefix),
               API.format(p=prefix), 'extern "C" ' + checker.check_entry(checks, counted)
               .replace("int sc_check(", f"int {prefix}sc_check(", 1)]
     if prefix:
@@ -76,17 +78,9 @@ def launch_plan(source):
 
 
 def _plan_comment(plan):
-    lines = "".join(f" * {p.replace('*/', '* /')}\n" for p in plan)
+    """The plan as a comment: its names are spelled (printer.spelling), so none ends it."""
+    lines = "".join(f" * {p}\n" for p in plan)
     return f"/* launch plan:\n{lines}*/"
-
-
-def _dispatcher(n, prefix):
-    cases = "\n".join(f"    case {k}: return sc_entry{k}(sc_syms, sc_data, sc_tape, sc_tp, "
-                      "sc_cap);" for k in range(n))
-    return (f'extern "C" int64_t {prefix}sc_run(int64_t sc_which, {ARGS}) {{\n'
-            "    sc_failed = 0;\n    sc_msg[0] = 0;\n"
-            "    if (sc_init() < 0) return -3;\n"
-            f"    switch (sc_which) {{\n{cases}\n    }}\n    return -2;\n}}\n")
 
 
 def _writes(layout, entries, prefix):
@@ -168,6 +162,7 @@ class _Module:
     def __init__(self, layout, unbounded):
         self.layout, self.unbounded = layout, unbounded
         self.kernels, self.plan = [], []
+        self.polls = []         # per entry: whether its host code polls for Ctrl-C
         self.max_sums = 1
 
     def declarations(self):
@@ -191,9 +186,10 @@ class _Module:
 
     def entry(self, k, sdfg):
         host = _Host(self, sdfg)
-        self.plan.append(f"entry {k} ({sdfg.name}):")
+        self.plan.append(f"entry {k} ({spelling(sdfg.name)}):")
         host.lines, host.depth = [], 1
         host.region(sdfg.body)
+        self.polls.append(host.polled)
         body = host.lines
         tape = _uses_tape(sdfg)
         out = [f"static int64_t sc_entry{k}({ARGS})", "{", "    sc_env sc_e;"]
@@ -202,7 +198,7 @@ class _Module:
         out.append(f"    for (int sc_i = 0; sc_i < {len(self.layout.symbols)}; ++sc_i) "
                    "sc_e.syms[sc_i] = sc_syms[sc_i];")
         out.append("    sc_e.tape = sc_tape; sc_e.cap = sc_cap; sc_e.st = sc_st; "
-                   "sc_e.red = sc_red;")
+                   "sc_e.red = sc_red; (void)sc_stop;")
         out += ["    " + line for line in _unpack(self.layout, host.names, "\n".join(body),
                                                    "sc_syms", "sc_data", restrict=False)]
         if tape:
@@ -243,10 +239,11 @@ def _unpack(layout, names, text, syms, data, restrict=True, exclude=()):
         if re.search(rf"\b{name}\b", text):
             out.append(f"const int64_t {name} = {syms}[{k}];")
     for k, c in enumerate(layout.containers):
-        if c.name not in exclude and re.search(rf"\bv_{c.name}\b", text):
+        v = identifier("v_", c.name)
+        if c.name not in exclude and re.search(rf"\b{v}\b", text):
             t = C_TYPES[c.dtype.name]
             qualifier = "restrict " if restrict else ""
-            out.append(f"{t} *{qualifier}v_{c.name} = ({t} *){data}[{k}];")
+            out.append(f"{t} *{qualifier}{v} = ({t} *){data}[{k}];")
     return out
 
 
@@ -275,9 +272,9 @@ def _line(item):
 
 def _describe(item):
     if isinstance(item, LoopRegion):
-        return f"loop over {item.var}"
+        return f"loop over {spelling(item.var.name)}"
     if isinstance(item, MapScope):
-        return f"map over {', '.join(map(str, item.params))}"
+        return f"map over {', '.join(spelling(p.name) for p in item.params)}"
     if isinstance(item, ConditionalRegion):
         return "branch"
     return "statement"
@@ -293,16 +290,17 @@ class _Host(_Generator):
         self.module, self.sdfg = module, sdfg
         self.tape = _uses_tape(sdfg)
         self.in_parallel = True
+        self.polling = True     # host loops poll for Ctrl-C (kernels cannot)
         for c in module.layout.containers:
             if c.is_scalar:                     # flags in conditions: read from the device
-                self.names[flag_symbol(c.name)] = f"sc_fetch(v_{c.name})"
+                self.names[flag_symbol(c.name)] = f"sc_fetch({identifier('v_', c.name)})"
         self.host_vars = []
 
     def access(self, memlet):
         """An element read on the host (an index array in a bound or condition)."""
         c = self.shapes[memlet.data]
         flat = sum((i * s for i, s in zip(memlet.subset, c.strides())), sp.Integer(0))
-        return f"sc_fetch(v_{c.name} + ({self.index.doprint(flat)}))"
+        return f"sc_fetch({identifier('v_', c.name)} + ({self.index.doprint(flat)}))"
 
     def plan(self, item, what):
         self.module.plan.append(f"  line {_line(item)}: {_describe(item)} {what}")
@@ -350,6 +348,14 @@ class _Host(_Generator):
     # position lives on the device, and a kernel may have failed or run out of tape.
     def _private(self, loop):
         """Host loops are sequential: no thread-private copies."""
+
+    def _may_leave(self):
+        """Host code is sequential: it may leave wherever it polls."""
+        return self.polling
+
+    def _leave(self):
+        """Kernels launched so far finish first: the buffers stay the runtime's to free."""
+        return f"{{ (void)cudaDeviceSynchronize(); return {INTERRUPTED}; }}"
 
     def _pop_trips(self, name):
         self.emit(f"int64_t {name} = 0;")
@@ -461,7 +467,7 @@ class _Host(_Generator):
         nz = " * ".join(trips[:-2]) if d >= 3 else "1"
         dev.depth = 2
         for name in sums:
-            dev.emit(f"double *restrict v_{name} = &sc_sum_{name};")
+            dev.emit(f"double *restrict {identifier('v_', name)} = &{identifier('sc_sum_', name)};")
         dev.emit("for (int64_t sc_kz = blockIdx.z; sc_kz < sc_nz; sc_kz += gridDim.z)")
         dev.emit("for (int64_t sc_ky = blockIdx.y * (int64_t)blockDim.y + threadIdx.y; "
                  "sc_ky < sc_ny; sc_ky += (int64_t)gridDim.y * blockDim.y)")
@@ -478,7 +484,8 @@ class _Host(_Generator):
             dev.emit(f"const int64_t sc_r = {order};")
         for name in private:
             t = C_TYPES[self.shapes[name].dtype.name]
-            dev.emit(f"{t} sc_own_{name}[1]; {t} *restrict v_{name} = sc_own_{name};")
+            own = identifier("sc_own_", name)
+            dev.emit(f"{t} {own}[1]; {t} *restrict {identifier('v_', name)} = {own};")
         emit_body()
         dev.close()
         body = "\n".join(dev.lines)
@@ -488,8 +495,8 @@ class _Host(_Generator):
                      "    const int64_t sc_cap = sc_e.cap; (void)sc_cap;",
                      "    sc_tape_state *const sc_st = sc_e.st; (void)sc_st;",
                      "    const int64_t sc_t0 = sc_st->tp;"]
-        head += [f"    double sc_sum_{name} = 0.0;" for name in sums]
-        tail = [f"    sc_block_sum(sc_sum_{name}, sc_e.red + {k} * SC_RED_BLOCKS + "
+        head += [f"    double {identifier('sc_sum_', name)} = 0.0;" for name in sums]
+        tail = [f"    sc_block_sum({identifier('sc_sum_', name)}, sc_e.red + {k} * SC_RED_BLOCKS + "
                 "sc_block_id());" for k, name in enumerate(sums)]
         params = "".join(f", const int64_t {t}" for t in trips)
         unpack = self._kernel_unpack(body, exclude=set(sums) | set(private))
@@ -513,7 +520,7 @@ class _Host(_Generator):
         index = {c.name: k for k, c in enumerate(self.layout.containers)}
         for k, s in enumerate(sums):
             t = C_TYPES[self.shapes[s].dtype.name]
-            self.emit(f"SC_LAUNCH(sc_sum_finish<{t}>, dim3(1), dim3(SC_BLOCK), "
+            self.emit(f"SC_LAUNCH(sc_finish_sum<{t}>, dim3(1), dim3(SC_BLOCK), "
                       f"sc_e.red + {k} * SC_RED_BLOCKS, "
                       f"(int64_t)sc_grid.x * sc_grid.y * sc_grid.z, ({t} *)sc_data[{index[s]}]);")
             self.emit("SC_TRY(cudaGetLastError());")
@@ -526,12 +533,12 @@ class _Host(_Generator):
         self.close()
         extras = []
         if dev.atomic:
-            extras.append("atomics on " + ", ".join(sorted({m.data for m in dev.atomic})))
+            extras.append("atomics on " + ", ".join(sorted({spelling(m.data) for m in dev.atomic})))
         if sums:
-            extras.append("block sums into " + ", ".join(sums))
+            extras.append("block sums into " + ", ".join(map(spelling, sums)))
         if tape:
             extras.append(f"{per_iteration} tape {tape}(es) per iteration")
-        grid = " x ".join(str(v) for v, _, _ in levels)
+        grid = " x ".join(spelling(v.name) for v, _, _ in levels)
         self.plan(item, f"-> {name}, grid over ({grid})" +
                   (f"; {'; '.join(extras)}" if extras else ""))
 

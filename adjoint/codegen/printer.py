@@ -1,8 +1,18 @@
 """sympy -> C expressions: values in double precision, indices in int64_t."""
-import sympy as sp
-from sympy.printing.c import C99CodePrinter
+import functools
+import hashlib
+import re
 
-from ..sdfg.nodes import THREADS, index_loads
+import sympy as sp
+from sympy.core.function import AppliedUndef
+from sympy.functions.elementary.piecewise import ExprCondPair
+from sympy.logic.boolalg import BooleanAtom, BooleanFunction
+from sympy.printing.c import C99CodePrinter
+from sympy.printing.precedence import PRECEDENCE
+
+from ..errors import AdjointError
+from ..sdfg import arithmetic as fp
+from ..sdfg.nodes import LOAD, THREADS, index_loads
 
 
 def _may_be_integer(expr):
@@ -31,48 +41,98 @@ class CPrinter(C99CodePrinter):
         self._index_printer = self if index else CPrinter(names, index=True, load=load)
 
     def _print(self, expr, **kwargs):
+        if not _printable(type(expr)):
+            self._print_not_supported(expr)
         if (not self.index and isinstance(expr, sp.Expr) and not expr.is_Number
                 and expr.free_symbols and _may_be_integer(expr) and expr.is_integer):
             return f"((double)({self._index_printer.doprint(expr)}))"
         return super()._print(expr, **kwargs)
 
+    # Values: each node of a tasklet's value is one C operation, its operands in the
+    # tree's order (see sdfg/arithmetic.py); C evaluates left to right and may not
+    # reassociate, so the parentheses the tree implies are printed.
     def _print_Add(self, expr, order=None):
-        if not self.late:
+        if self.index:
             return super()._print_Add(expr, order)
-        terms = self._as_ordered_terms(expr, order=order)
-        early = [a for a in terms if not (a.free_symbols & self.late)]
-        late = [a for a in terms if a.free_symbols & self.late]
-        if not late or not early:
-            return super()._print_Add(expr, order)
-        out = self._print(sp.Add(*early, evaluate=False)) if len(early) > 1 else \
-            self._print(early[0])
-        for a in late:
-            printed = self._print(a)
-            out += f" - {printed[1:]}" if printed.startswith("-") else f" + {printed}"
+        terms = list(expr.args)
+        if self.late:           # a derivative (see c.py: _tasklet): recurrences last
+            terms = sorted(terms, key=lambda a: bool(a.free_symbols & self.late))
+        out = self.parenthesize(terms[0], PRECEDENCE["Add"], strict=True)
+        for term in terms[1:]:
+            negated = _negated(term)
+            if negated is None:
+                out += f" + {self.parenthesize(term, PRECEDENCE['Add'])}"
+            else:
+                out += f" - {self.parenthesize(negated, PRECEDENCE['Add'])}"
         return out
+
+    def _print_Mul(self, expr):
+        if self.index:
+            return super()._print_Mul(expr)
+        factors = list(expr.args)
+        if len(factors) > 1 and factors[0] == -1:
+            rest = factors[1] if len(factors) == 2 else sp.Mul(*factors[1:], evaluate=False)
+            return "-" + self.parenthesize(rest, PRECEDENCE["Mul"])
+        # The left operand needs parentheses only below a product's precedence; a right
+        # operand at it too (``a * (b / c)`` is not ``a * b / c``).
+        first = factors[0]
+        out = (f"1.0/{self.parenthesize(first.base, PRECEDENCE['Mul'])}"
+               if _reciprocal(first) else self.parenthesize(first, PRECEDENCE["Mul"], strict=True))
+        for factor in factors[1:]:
+            if _reciprocal(factor):
+                out += f"/{self.parenthesize(factor.base, PRECEDENCE['Mul'])}"
+            else:
+                out += f"*{self.parenthesize(factor, PRECEDENCE['Mul'])}"
+        return out
+
+    def _print_Integer(self, expr):
+        return super()._print_Integer(expr) if self.index else f"{int(expr)}.0"
+
+    def _print_Rational(self, expr):
+        if self.index:
+            return super()._print_Rational(expr)
+        return f"({expr.p}.0/{expr.q}.0)"
 
     def _print_Function(self, expr):
         loads = index_loads(expr)
         if loads and loads[0][1] == expr:           # an element of an integer array
             return self.load(loads[0][0], expr.args)
+        if type(expr) in HELPERS:
+            return f"{HELPERS[type(expr)]}({', '.join(self._print(a) for a in expr.args)})"
         return super()._print_Function(expr)
 
     def _print_Symbol(self, expr):
         return c_name(expr, self.names)
 
+    _print_Dummy = _print_Symbol
+
+    def _print_not_supported(self, expr):
+        """An error: sympy's fallback prints the expression as text, names and all."""
+        what = "function" if isinstance(expr, AppliedUndef) else type(expr).__name__
+        raise AdjointError(f"cannot generate C for the {what} {str(expr)[:80]!r}: array sizes "
+                           "and indices are integers, symbols, + - * // %, min and max of them; "
+                           "values use the functions docs/kernel-language.md lists")
+
     def _print_Pow(self, expr):
         base, exp = expr.args
+        if exp == 1:                # cse's rewrite of 1/y as 1/y**1: y, as one operand
+            return self.parenthesize(base, PRECEDENCE["Pow"])
+        if exp.is_Float and float(exp) == 2.0:                # a derivative's x**2.0
+            exp = sp.Integer(2)
         if exp.is_Integer and abs(int(exp)) <= 4 and exp != 0:
             b = self.parenthesize(base, 1000)   # atom or parenthesised
             prod = "*".join([b] * abs(int(exp)))
             if self.index:
                 return f"({prod})"
             return f"({prod})" if exp > 0 else f"(1.0/({prod}))"
-        if exp == sp.Rational(1, 2):
+        if exp is sp.S.Half:
             return f"sqrt({self._print(base)})"
-        if exp == -sp.Rational(1, 2):
+        if exp == -sp.S.Half:
             return f"(1.0/sqrt({self._print(base)}))"
-        return f"pow({self._print(base)}, {self._print(exp)})"
+        # C's pow, which GCC would turn into sqrt (-0.0 and -inf differ) or 1/x (rounded
+        # differently) for these exponents unless called through a function it cannot see into
+        fn = "sc_pow" if exp.is_Float and float(exp) in (0.5, -1.0) else "pow"
+        return f"{fn}({self._print(base)}, {self._print(exp)})"
 
     def _print_Heaviside(self, expr):
         return f"sc_heaviside({self._print(expr.args[0])})"
@@ -120,14 +180,77 @@ class CPrinter(C99CodePrinter):
         return "0"
 
 
+# Python's and NumPy's functions of sdfg/arithmetic.py: C helpers of both preambles.
+HELPERS = {fp.py_max: "sc_pymax", fp.py_min: "sc_pymin", fp.np_maximum: "sc_max",
+           fp.np_minimum: "sc_min", fp.np_fmax: "sc_fmax", fp.np_fmin: "sc_fmin",
+           fp.np_power: "sc_nppow", fp.py_floordiv: "sc_pyfloordiv", fp.py_mod: "sc_pymod"}
+
+
+def _negated(term):
+    """``y`` for a term ``-y`` (a negation or a negative constant), else None."""
+    if isinstance(term, sp.Mul) and len(term.args) >= 2 and term.args[0].is_Number \
+            and term.args[0].is_negative:
+        rest = list(term.args[1:]) if term.args[0] == -1 else [-term.args[0], *term.args[1:]]
+        return rest[0] if len(rest) == 1 else sp.Mul(*rest, evaluate=False)
+    if term.is_Number and term.is_negative:
+        return -term
+    return None
+
+
+def _reciprocal(factor):
+    """Whether a factor of a product is ``1/y``: the product divides by ``y``."""
+    return isinstance(factor, sp.Pow) and factor.exp is sp.S.NegativeOne
+
+
+# What generated C may contain: every name in it goes through c_name or is the engine's.
+_PRINTABLE = (sp.Symbol, sp.Number, sp.NumberSymbol, sp.Add, sp.Mul, sp.Pow, sp.Function,
+              sp.Max, sp.Min, sp.core.relational.Relational, BooleanFunction, BooleanAtom,
+              ExprCondPair, sp.UnevaluatedExpr, int, float, str)
+
+
+@functools.lru_cache(maxsize=None)
+def _printable(kind):
+    """Whether nodes of class ``kind`` may be printed: numbers, symbols, arithmetic,
+    comparisons, logic and functions that C spells one fixed way. Others (functions the
+    user named, matrix elements, wildcards...) would print a name the user chose as it is."""
+    if issubclass(kind, AppliedUndef):
+        return kind.__name__.startswith(LOAD)       # an element of an integer array
+    return issubclass(kind, _PRINTABLE) and not issubclass(kind, sp.Wild)
+
+
 def c_name(symbol, names):
     """C identifier of a symbol: sizes and int arguments ``n_``, loop variables ``i_``,
-    connectors and temporaries ``c_``. Python names are identifiers, so prefixes
-    keep them clear of C keywords and of each other."""
+    connectors and temporaries ``c_`` (engine names: their leading ``__`` dropped)."""
     if symbol in names:
         return names[symbol]
     if symbol == THREADS:
         return "omp_get_max_threads()"
     if symbol.is_integer:
-        return "i_" + symbol.name
-    return "c_" + symbol.name.lstrip("_")
+        return identifier("i_", symbol.name)
+    return identifier("c_", symbol.name.lstrip("_"))
+
+
+# A name generated source may spell as it is: an ASCII C identifier of bounded length.
+_PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}", re.ASCII)
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def spelling(name):
+    """How a user-derived name (a container, size, loop variable or kernel name) appears in
+    generated source, identifiers and comments alike: the name itself when it is a short
+    ASCII identifier, else a digit and 20 hex digits of its sha256 (no C identifier
+    starts with a digit, so the two forms never meet). Every such name goes through
+    here: sympy accepts any string as a symbol's name, and one holding a newline and a
+    ``#define`` ran shell commands through the compiler. A function of the name alone,
+    so that every generator of a module, and every process, agrees on it."""
+    if _PLAIN.fullmatch(name):
+        return name
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()
+    return "0" + digest[:20]
+
+
+def identifier(prefix, name):
+    """The C identifier ``prefix`` (``v_`` containers, ``n_`` sizes, ``i_`` loop variables,
+    ``c_`` connectors, or a helper's ``sc_..._``) + the name's :func:`spelling`. The
+    prefixes keep names clear of C keywords, libc and each other."""
+    return prefix + spelling(name)

@@ -2,7 +2,7 @@
 
 Each handler takes the ArrayBuilder, the call node and its arguments bound by name
 (AST nodes) and returns an ArrayExpr. ``NUMPY`` maps ``np.<name>``, ``METHODS`` maps
-``x.<name>(...)``; the scalar functions of ``expressions.UNARY``/``BINARY`` apply
+``x.<name>(...)``; the scalar functions of ``sdfg.arithmetic.UNARY``/``BINARY`` apply
 elementwise with broadcasting.
 """
 import ast
@@ -14,10 +14,12 @@ import sympy as sp
 from .array_reductions import mean, reduction, variance
 from .array_shapes import (ArrayExpr, broadcast_to, constant, flip, fmt_shape, number,
                            reshape, same_size, transpose, truth, volume, without_view)
-from .expressions import BINARY, UNARY
+from ..analysis.bounds import Fits
+from ..sdfg import arithmetic as fp
+from ..sdfg.arithmetic import BINARY, UNARY
 
-EXTRA_UNARY = {"square": lambda x: x ** 2, "negative": lambda x: -x,
-               "reciprocal": lambda x: 1 / x}
+EXTRA_UNARY = {"square": lambda x: fp.power(x, sp.Integer(2)), "negative": fp.neg,
+               "reciprocal": lambda x: fp.power(x, sp.Integer(-1), array=True)}
 FLOAT_DTYPES = {"float", "float64", "double", "float_"}
 SCALAR_BUILTINS = {"min": "np.minimum or np.min", "max": "np.maximum or np.max",
                    "sum": "np.sum", "float": "the array itself"}
@@ -39,7 +41,7 @@ def call(b, node):
         return None
     name = b.ex._builtin_name(func)
     if name == "abs" and len(node.args) == 1 and not node.keywords:
-        return b.combine(node, sp.Abs, node.args)
+        return b.combine(node, UNARY["abs"], node.args)
     if name in SCALAR_BUILTINS:
         return _scalar_only(b, node, f"{name}()", SCALAR_BUILTINS[name])
     return None
@@ -55,7 +57,8 @@ def _numpy(b, node, name):
         return b.combine(node, fn, [_required(b, node, args, "x")])
     if name in BINARY:
         args = bind(b, node, node.args, ("x1", "x2"))
-        return b.combine(node, BINARY[name], [_required(b, node, args, k) for k in ("x1", "x2")])
+        fn = fp.ARRAY_POWER if name == "power" else BINARY[name]
+        return b.combine(node, fn, [_required(b, node, args, k) for k in ("x1", "x2")])
     return None
 
 
@@ -155,11 +158,31 @@ def _filled(fill, empty=False):
     def handler(b, node, args):
         _check_dtype(b, args)
         shape = _shape(b, _required(b, node, args, "shape"))
+        _check_sizes(b, node, shape)
         if fill is None:
             value = _scalar(b, _required(b, node, args, "fill_value"))
             return ArrayExpr(shape, lambda index: number(value.at(())))
         return constant(sp.Integer(fill), shape, empty=empty)
     return handler
+
+
+def _check_sizes(b, node, shape):
+    """A new array's sizes must not be negative (NumPy raises) and its bytes must be
+    countable in int64: checked once per call where sympy cannot tell."""
+    if not all(n.free_symbols <= set(b.kernel.symbols) for n in shape):
+        return          # sized by a loop variable: no per-call check (nor temporary)
+    what = ast.unparse(node)
+    for n in shape:
+        if n.is_negative:
+            raise b.src.error(node, f"`{what}`: the size {n} is negative")
+        if not n.is_nonnegative:
+            b.assume(node, sp.Ge(n, 0), f"`{what}`: the size {n} is negative")
+    nbytes = 8 * volume(shape)
+    if Fits(nbytes) == sp.false:
+        raise b.src.error(node, f"`{what}` has more bytes than int64 can count")
+    if Fits(nbytes) != sp.true:
+        b.assume(node, Fits(nbytes), f"`{what}`: the size in bytes, {nbytes}, overflows "
+                                     "int64")
 
 
 def _filled_like(fill, empty=False):
@@ -185,8 +208,7 @@ def _where(b, node, args):
     cond, x, y = (broadcast_to(p, shape) for p in parts)
 
     def at(index):
-        return sp.Piecewise((number(x.at(index)), truth(cond.at(index))),
-                            (number(y.at(index)), True))
+        return fp.select(number(x.at(index)), truth(cond.at(index)), number(y.at(index)))
     return ArrayExpr(shape, at)
 
 
@@ -203,8 +225,8 @@ def _clip(b, node, args):
     def fn(x, *limits):
         limits = list(limits)
         if lo:
-            x = sp.Max(x, limits.pop(0))
-        return sp.Min(x, limits.pop(0)) if hi else x
+            x = BINARY["maximum"](x, limits.pop(0))
+        return BINARY["minimum"](x, limits.pop(0)) if hi else x
     return b.combine(node, fn, [a] + present)
 
 
@@ -310,7 +332,7 @@ def _reduce(kind):
         if kind in ("var", "std"):
             ddof = _constant_int(b, args["ddof"]) if "ddof" in args else 0
             v = variance(b, node, a, axes, keep, ddof)
-            return v if kind == "var" else b.combine(node, sp.sqrt, [v])
+            return v if kind == "var" else b.combine(node, fp.sqrt, [v])
         if kind in ("any", "all"):       # the largest / smallest of the 0/1 truth values
             bits = ArrayExpr(a.shape, lambda index: number(truth(a.at(index))))
             out = reduction(b, node, "max" if kind == "any" else "min", bits, axes, keep)

@@ -9,6 +9,7 @@ reads. NumPy's rules for 1-D operands: a left vector is a row, a right vector a
 column, and the result drops that axis (vector @ vector is a number).
 """
 from ..sdfg import MatMul, State
+from ..sdfg import arithmetic as fp
 from .array_shapes import AXES, ONE, ArrayExpr, fmt_shape, transpose
 from .array_stores import store, temporary
 
@@ -59,7 +60,7 @@ def outer(b, node, left, right):
     if left.rank != 1 or right.rank != 1:
         raise b.src.error(node, "np.outer takes two 1-D arrays here")
     return ArrayExpr((left.shape[0], right.shape[0]),
-                     lambda index: left.at((index[0],)) * right.at((index[1],)))
+                     lambda index: fp.mul(left.at((index[0],)), right.at((index[1],))))
 
 
 def einsum(b, node, spec, operands):
@@ -83,9 +84,11 @@ def einsum(b, node, spec, operands):
 
     def at(index):
         where = dict(zip(letters, index))
-        value = ONE
-        for subs, operand in zip(inputs, operands):
-            value = value * operand.at(tuple(where[c] for c in subs))
+        factors = [operand.at(tuple(where[c] for c in subs))
+                   for subs, operand in zip(inputs, operands)]
+        value = factors[0]
+        for factor in factors[1:]:
+            value = fp.mul(value, factor)
         return value
     full = ArrayExpr(tuple(sizes[c] for c in letters), at)
     dropped = tuple(range(len(output), len(letters)))

@@ -10,11 +10,13 @@ loop backwards (``max`` splits the derivative equally between ties, as elsewhere
 import sympy as sp
 
 from ..sdfg import LoopRegion, MapScope, Memlet, Sequence, State, Tasklet
+from ..sdfg import arithmetic as fp
+from ..sdfg.arithmetic import BINARY
 from .array_shapes import ONE, ArrayExpr, broadcast_to, number, volume
 from .array_stores import map_ranges, tasklet_body, temporary
 
 IDENTITY = {"sum": sp.Integer(0), "prod": sp.Integer(1), "max": -sp.oo, "min": sp.oo}
-COMBINE = {"prod": lambda r, x: r * x, "max": sp.Max, "min": sp.Min}
+COMBINE = {"prod": fp.mul, "max": BINARY["maximum"], "min": BINARY["minimum"]}
 
 
 def reduction(b, node, kind, arg, axes, keepdims):
@@ -35,18 +37,18 @@ def reduction(b, node, kind, arg, axes, keepdims):
 def mean(b, node, arg, axes, keepdims):
     total = reduction(b, node, "sum", arg, axes, keepdims)
     count = volume([arg.shape[k] for k in axes])
-    return ArrayExpr(total.shape, lambda index: total.at(index) / count)
+    return ArrayExpr(total.shape, lambda index: fp.div(total.at(index), count))
 
 
 def variance(b, node, arg, axes, keepdims, ddof=0):
-    """mean((x - mean(x))**2) * n / (n - ddof), the mean broadcast back over ``axes``."""
+    """sum((x - mean(x))**2) / (n - ddof), the mean broadcast back over ``axes`` (NumPy's
+    order of operations)."""
     centre = broadcast_to(mean(b, node, arg, axes, True), arg.shape)
-    square = ArrayExpr(arg.shape, lambda i: (number(arg.at(i)) - centre.at(i)) ** 2)
-    var = mean(b, node, square, axes, keepdims)
-    if not ddof:
-        return var
-    n = volume([arg.shape[k] for k in axes])
-    return ArrayExpr(var.shape, lambda index: var.at(index) * n / (n - ddof))
+    square = ArrayExpr(arg.shape, lambda i: fp.power(fp.sub(number(arg.at(i)), centre.at(i)),
+                                                     sp.Integer(2)))
+    total = reduction(b, node, "sum", square, axes, keepdims)
+    n = volume([arg.shape[k] for k in axes]) - ddof
+    return ArrayExpr(total.shape, lambda index: fp.div(total.at(index), n))
 
 
 def _shape(arg, axes, keepdims):

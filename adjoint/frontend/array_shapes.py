@@ -16,6 +16,7 @@ from typing import Callable, Optional
 import sympy as sp
 
 from ..sdfg import Container
+from ..sdfg import arithmetic as fp
 from .expressions import DataValue
 from .functions import floordiv, python_mod
 
@@ -77,7 +78,7 @@ class ViewValue(DataValue):
 def number(value):
     """Masks become 1 / 0 where they are used as numbers."""
     if is_condition(value):
-        return sp.Piecewise((ONE, value), (sp.Integer(0), True))
+        return fp.select(ONE, value, sp.Integer(0))
     return value
 
 
@@ -85,7 +86,7 @@ def truth(value):
     """Numbers become conditions (``x != 0``) where they are used as masks."""
     if is_condition(value):
         return value
-    return sp.Ne(value, 0)
+    return fp.nonzero(value)
 
 
 def is_condition(value):
@@ -133,19 +134,20 @@ def volume(shape):
 def slice_axis(size, lower, upper, step):
     """(offset, step, length) of ``[lower:upper:step]`` on an axis of ``size``.
 
-    Constant negative bounds count from the end; with constant sizes the bounds are
-    clamped as Python does. Symbolic bounds are taken as they are (the bounds analysis
-    proves or checks the indices they produce)."""
+    Constant negative bounds count from the end, and constant bounds are clamped to the
+    axis as Python does (``x[:3]`` has ``min(3, N)`` elements; only where the clamp can
+    matter: a length below zero is an empty slice anyway). Symbolic bounds are taken as
+    they are (the bounds analysis proves or checks the indices they produce)."""
     if all(x is None or x.is_Integer for x in (size, lower, upper)):
         start, stop, st = slice(_int(lower), _int(upper), step).indices(int(size))
         return sp.Integer(start), step, sp.Integer(len(range(start, stop, st)))
     if step > 0:
-        start = sp.Integer(0) if lower is None else _from_end(lower, size)
-        stop = size if upper is None else _from_end(upper, size)
+        start = sp.Integer(0) if lower is None else _from_end(lower, size, sp.Max, 0)
+        stop = size if upper is None else _from_end(upper, size, sp.Min, size)
         length = floordiv(stop - start + step - 1, step)
     else:
-        start = size - 1 if lower is None else _from_end(lower, size)
-        stop = sp.Integer(-1) if upper is None else _from_end(upper, size)
+        start = size - 1 if lower is None else _from_end(lower, size, sp.Min, size - 1)
+        stop = sp.Integer(-1) if upper is None else _from_end(upper, size, sp.Max, -1)
         length = floordiv(start - stop - step - 1, -step)
     return sp.expand(start), step, sp.expand(length)
 
@@ -154,8 +156,13 @@ def _int(x):
     return None if x is None else int(x)
 
 
-def _from_end(bound, size):
-    return bound + size if bound.is_number and bound < 0 else bound
+def _from_end(bound, size, clamp, limit):
+    """A bound as an index; a constant one clamped by ``clamp(index, limit)`` on the side
+    where it can leave the axis (from the end when negative, from the start if not)."""
+    if not bound.is_number:
+        return bound
+    index = bound + size if bound < 0 else bound
+    return clamp(index, limit) if (bound < 0) == (clamp is sp.Max) else index
 
 
 def subscript(expr, items):

@@ -14,6 +14,7 @@ import numpy as np
 import sympy as sp
 
 from ..analysis.bounds import minimum
+from ..sdfg import arithmetic as fp
 from ..sdfg import Container, LoopRegion, MapScope, Memlet, State, Tasklet
 from .array_shapes import (ONE, MaskValue, ViewValue, broadcast_to, fmt_shape, number, remap,
                            subscript, truth)
@@ -184,8 +185,7 @@ def _assign_mask(b, stmt, target, value, op):
 
     def new(p, old):
         x = number(v.at(p))
-        return sp.Piecewise((x if op is None else op(old(), x), truth(mask.at(p))),
-                            (old(), True))
+        return fp.select(x if op is None else op(old(), x), truth(mask.at(p)), old())
     regions = store(b, dest, new, b.line(stmt))
     return b.ex.prelude + regions
 

@@ -23,16 +23,16 @@ import sympy as sp
 from .array_shapes import (AXES, ONE, ArrayExpr, MaskValue, View, ViewValue, broadcast_to, constant,
                            fmt_shape, number, same_size, slice_axis, subscript, transpose,
                            truth)
+from ..sdfg import arithmetic as fp
 from .expressions import COMPARE, DataValue, ExpressionBuilder, IntValue, real
 from .functions import floordiv, python_mod
 
-ARITHMETIC = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b,
-              ast.Mult: lambda a, b: a * b, ast.Div: lambda a, b: a / b,
-              ast.Pow: lambda a, b: a ** b,
-              ast.FloorDiv: lambda a, b: floordiv(a, b) if _integers(a, b) else sp.floor(a / b),
-              ast.Mod: lambda a, b: python_mod(a, b) if _integers(a, b)
-              else a - b * sp.floor(a / b)}
-LOGICAL = {ast.BitAnd: sp.And, ast.BitOr: sp.Or, ast.BitXor: sp.Xor}
+ARITHMETIC = {ast.Add: fp.add, ast.Sub: fp.sub, ast.Mult: fp.mul, ast.Div: fp.div,
+              ast.Pow: lambda a, b: fp.power(a, b, array=True),
+              ast.FloorDiv: lambda a, b: floordiv(a, b) if _integers(a, b) else fp.py_floordiv(a, b),
+              ast.Mod: lambda a, b: python_mod(a, b) if _integers(a, b) else fp.py_mod(a, b)}
+LOGICAL = {ast.BitAnd: fp.logical(sp.And), ast.BitOr: fp.logical(sp.Or),
+           ast.BitXor: fp.logical(sp.Xor)}
 
 
 class ArrayState:
@@ -274,9 +274,9 @@ class ArrayBuilder:
 
     def _expr_UnaryOp(self, node):
         if isinstance(node.op, ast.Invert):
-            return self.combine(node, sp.Not, [node.operand], truth, True)
+            return self.combine(node, fp.logical(sp.Not), [node.operand], truth, True)
         if isinstance(node.op, ast.USub):
-            return self.combine(node, lambda a: -a, [node.operand])
+            return self.combine(node, fp.neg, [node.operand])
         if isinstance(node.op, ast.UAdd):
             return self.expr(node.operand)
         return self.scalar(node)
@@ -287,7 +287,7 @@ class ArrayBuilder:
         ops = [COMPARE[type(op)] for op in node.ops]
 
         def chain(*vals):
-            return sp.And(*(f(a, b) for f, a, b in zip(ops, vals, vals[1:])))
+            return fp.logical(sp.And)(*(f(a, b) for f, a, b in zip(ops, vals, vals[1:])))
         return self.combine(node, chain, [node.left] + list(node.comparators), number, True)
 
     def _expr_Call(self, node):

@@ -7,22 +7,17 @@ import numpy as np
 import sympy as sp
 
 from ..sdfg import Container
+from ..sdfg import arithmetic as fp
+from ..sdfg.arithmetic import BINARY, BUILTIN, UNARY
 from ..sdfg.nodes import index_load
 from .functions import floordiv, python_mod
 
-# Scalar functions by the name they have in `math` or `numpy`.
-UNARY = {"sin": sp.sin, "cos": sp.cos, "tan": sp.tan, "exp": sp.exp, "log": sp.log,
-         "sqrt": sp.sqrt, "tanh": sp.tanh, "sinh": sp.sinh, "cosh": sp.cosh,
-         "arctan": sp.atan, "atan": sp.atan, "arcsin": sp.asin, "asin": sp.asin,
-         "arccos": sp.acos, "acos": sp.acos, "fabs": sp.Abs, "abs": sp.Abs,
-         "absolute": sp.Abs, "log10": lambda x: sp.log(x) / sp.log(10),
-         "log2": lambda x: sp.log(x) / sp.log(2), "expm1": lambda x: sp.exp(x) - 1,
-         "log1p": lambda x: sp.log(1 + x)}
-BINARY = {"power": sp.Pow, "pow": sp.Pow, "maximum": sp.Max, "minimum": sp.Min,
-          "fmax": sp.Max, "fmin": sp.Min, "arctan2": sp.atan2, "atan2": sp.atan2}
 CONSTANTS = {"pi": sp.pi, "e": sp.E}
-COMPARE = {ast.Lt: sp.Lt, ast.LtE: sp.Le, ast.Gt: sp.Gt, ast.GtE: sp.Ge,
-           ast.Eq: sp.Eq, ast.NotEq: sp.Ne}
+ARITHMETIC = {ast.Add: fp.add, ast.Sub: fp.sub, ast.Mult: fp.mul, ast.Div: fp.div,
+              ast.Pow: fp.power}
+COMPARE = {ast.Lt: fp.relation(sp.Lt), ast.LtE: fp.relation(sp.Le),
+           ast.Gt: fp.relation(sp.Gt), ast.GtE: fp.relation(sp.Ge),
+           ast.Eq: fp.relation(sp.Eq), ast.NotEq: fp.relation(sp.Ne)}
 
 
 class IntValue:
@@ -69,15 +64,15 @@ class ExpressionBuilder:
                 r = self.value(right)
                 parts.append(COMPARE[type(op)](left, r))
                 left = r
-            return sp.And(*parts)
+            return fp.logical(sp.And)(*parts)
         if isinstance(node, ast.BoolOp):
             parts = [self.condition(v) for v in node.values]
-            return sp.And(*parts) if isinstance(node.op, ast.And) else sp.Or(*parts)
+            return fp.logical(sp.And if isinstance(node.op, ast.And) else sp.Or)(*parts)
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-            return sp.Not(self.condition(node.operand))
+            return fp.logical(sp.Not)(self.condition(node.operand))
         if isinstance(node, ast.Constant) and isinstance(node.value, bool):
             return sp.true if node.value else sp.false
-        return sp.Ne(self.value(node), 0)
+        return fp.nonzero(self.value(node))
 
     def memlet_for(self, target: ast.Subscript):
         """The element a subscript names: (container, subset)."""
@@ -211,7 +206,7 @@ class ExpressionBuilder:
     def _value_UnaryOp(self, node, elementwise):
         v = self._value(node.operand, elementwise)
         if isinstance(node.op, ast.USub):
-            return -v
+            return fp.neg(v)
         if isinstance(node.op, ast.UAdd):
             return v
         raise self.src.error(node, f"operator `{ast.unparse(node)}` is not supported on numbers")
@@ -222,21 +217,13 @@ class ExpressionBuilder:
             return scalar_value(self, node)
         a, b = self._value(node.left, elementwise), self._value(node.right, elementwise)
         op = type(node.op)
-        if op is ast.Add:
-            return a + b
-        if op is ast.Sub:
-            return a - b
-        if op is ast.Mult:
-            return a * b
-        if op is ast.Div:
-            return a / b
-        if op is ast.Pow:
-            return a ** b
+        if op in ARITHMETIC:
+            return ARITHMETIC[op](a, b)
         if op is ast.FloorDiv:
-            return sp.floor(a / b) if not (a.is_integer and b.is_integer) else \
+            return fp.py_floordiv(a, b) if not (a.is_integer and b.is_integer) else \
                 floordiv(a, self._divisor(node, b))
         if op is ast.Mod:
-            return a - b * sp.floor(a / b) if not (a.is_integer and b.is_integer) \
+            return fp.py_mod(a, b) if not (a.is_integer and b.is_integer) \
                 else python_mod(a, self._divisor(node, b))
         raise self.src.error(node, f"operator `{ast.unparse(node)}` is not supported")
 
@@ -259,9 +246,8 @@ class ExpressionBuilder:
                                        "not supported")
         name = self._function_name(node.func)
         args = node.args
-        if name in ("min", "max") and len(args) >= 2:
-            vals = [self._value(a, elementwise) for a in args]
-            return sp.Min(*vals) if name == "min" else sp.Max(*vals)
+        if name in ("min", "max") and len(args) >= 2 and self._builtin_name(node.func):
+            return BUILTIN[name](*(self._value(a, elementwise) for a in args))
         if name == "float" and len(args) == 1:
             return self._value(args[0], elementwise)
         if name in ("len", "int") and len(args) == 1:     # sizes as numbers: s / len(x)
@@ -328,13 +314,23 @@ class ExpressionBuilder:
 
 
 def real(src, node, value):
-    """``value``, unless constant folding made it infinite or complex (``x / 0.0``,
-    ``np.sqrt(-1.0)``, ``(-1.0) ** 0.5``: NumPy gives inf or nan, C has no such constant)."""
-    if isinstance(value, sp.Basic) and value.has(sp.I, sp.zoo, sp.nan):
-        raise src.error(node, f"`{ast.unparse(node)}` is not a real number ({value}): a "
-                              "division by zero, or a square root, log or power outside its "
-                              "domain")
+    """``value``, unless a constant in it is not a real double (``x / 0.0``, ``0.0 / 0.0``,
+    ``(-1.0) ** 0.5``, ``2 ** 1024``: Python raises, C has no such constant)."""
+    if isinstance(value, sp.Basic) and _not_a_double(value):
+        raise src.error(node, f"`{ast.unparse(node)}` is not a real number: a division by "
+                              "zero, a square root, log or power outside its domain, or a "
+                              "number too large for a float")
     return value
+
+
+def _not_a_double(value):
+    """Whether a constant folds to no double (its own value: a division by a constant
+    zero anywhere is ``zoo``, which statements.py reports for the whole tasklet)."""
+    if not value.is_number:
+        return False
+    folded = fp.evaluated(value)
+    return bool(folded.has(sp.I, sp.zoo, sp.nan, sp.oo, -sp.oo)
+                or folded.is_Integer and abs(folded) >= 2 ** 1024)
 
 
 def _describe(node):

@@ -12,6 +12,7 @@ from typing import Optional
 
 import sympy as sp
 
+from ..sdfg import arithmetic as fp
 from ..sdfg import ConditionalRegion, Container, LoopRegion, Memlet, Sequence, State, Tasklet
 from ..sdfg.nodes import flag_symbol
 from .expressions import ExpressionBuilder, IntValue
@@ -68,7 +69,7 @@ class LoopLowering:
         cond = ex.condition(stmt.test)
         inputs = tuple((conn, Memlet(d, s)) for (d, s), conn in ex.reads.items())
         test = Tasklet(inputs, ((Memlet(frame.brk.name),
-                                 sp.Piecewise((sp.Integer(0), cond), (sp.Integer(1), True))),),
+                                 fp.select(sp.Integer(0), cond, sp.Integer(1))),),
                        line)
         self.loops.append(frame)
         try:

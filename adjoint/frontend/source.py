@@ -110,6 +110,10 @@ def declared_types(func):
                                         "non-negative integer (sizes are ints, symbols made "
                                         "with adjoint.symbol, and integer expressions of "
                                         "them)", *_where(func))
+            engine = sorted(s.name[:40] for s in size.free_symbols if s.name.startswith("__"))
+            if engine:                  # could equal an engine's symbol (a segment bound)
+                raise KernelSyntaxError(f"parameter {name!r}: the size {engine[0]!r} starts "
+                                        "with '__', which is the engine's", *_where(func))
         out[name] = ann
     return out
 

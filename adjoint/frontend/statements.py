@@ -7,19 +7,19 @@ import sympy as sp
 from ..sdfg import (SDFG, Argument, ConditionalRegion, Container, LoopRegion, Memlet,
                     Sequence, State, Tasklet)
 from ..errors import KernelSyntaxError
-from ..sdfg.nodes import flag_symbol, tasklets, value_range, walk
+from ..sdfg.nodes import condition_containers, flag_symbol, tasklets, value_range, walk
 from ..types import ArrayType
 from .arrays import ArrayState
 from .arrays import assign as assign_arrays
 from .calls import (call_statement, callee_of, lower_return, plain_function_hint,
                     unpack_call)
+from ..sdfg import arithmetic as fp
 from .expressions import DataValue, ExpressionBuilder, IntValue
 from .locals import classify_locals
 from .loops import LoopLowering
 
 RESULT = "__return"
-AUG_OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b,
-           ast.Mult: lambda a, b: a * b, ast.Div: lambda a, b: a / b}
+AUG_OPS = {ast.Add: fp.add, ast.Sub: fp.sub, ast.Mult: fp.mul, ast.Div: fp.div}
 
 
 class KernelBuilder(LoopLowering):
@@ -235,23 +235,50 @@ class KernelBuilder(LoopLowering):
         return []
 
     def _stmt_If(self, stmt):
-        ex = ExpressionBuilder(self, self.scope)
-        cond = ex.condition(stmt.test)
         line = stmt.lineno + self.src.first_line - 1
-        before = ex.prelude
-        if ex.reads:
-            # A decision on data is evaluated once into a flag; the reverse sweep reads the
-            # flag back (restored from the tape), never re-evaluates the condition.
-            flag = self.new_transient("__if")
-            inputs = tuple((conn, Memlet(d, s)) for (d, s), conn in ex.reads.items())
-            decide = sp.Piecewise((sp.Integer(1), cond), (sp.Integer(0), True))
-            before.append(State((Tasklet(inputs, ((Memlet(flag.name), decide),), line),),
-                                f"if_{line}"))
-            cond = sp.Ne(flag_symbol(flag.name), 0)
+        before, cond = self._test(stmt.test, line)
         branches = [(cond, self.block(stmt.body))]
         if stmt.orelse:
             branches.append((None, self.block(stmt.orelse)))
         return before + [ConditionalRegion(tuple(branches), line)]
+
+    def _test(self, test, line):
+        """(states, condition) of a test: an integer condition as it is; a decision on
+        data evaluated once into a flag, which the reverse sweep reads back (restored
+        from the tape), never re-evaluating the condition."""
+        if _guards_data(test, self.scope):
+            flag = self.new_transient("__if")
+            states, implied = self._decide(test, flag, line)
+            return states, sp.And(*implied, sp.Ne(flag_symbol(flag.name), 0))
+        ex = ExpressionBuilder(self, self.scope)
+        cond = ex.condition(test)
+        if not ex.reads:
+            return ex.prelude, cond
+        flag = self.new_transient("__if")
+        return ex.prelude + [_flag_state(ex, cond, flag, line)], sp.Ne(flag_symbol(flag.name), 0)
+
+    def _decide(self, test, flag, line):
+        """(states setting ``flag`` to whether ``test`` holds, integer conditions that hold
+        when it is set). The operands of `and`/`or` are read only as far as Python reads
+        them: `i < N and A[i] > 0` reads A[i] in a branch taken when i < N, and the
+        branches on the flag know that i < N, so the bounds checks see both."""
+        test = _not_inward(test)
+        if not isinstance(test, ast.BoolOp):
+            ex = ExpressionBuilder(self, self.scope)
+            cond = ex.condition(test)
+            return ex.prelude + [_flag_state(ex, cond, flag, line)], [] if ex.reads else [cond]
+        rest = test.values[1:]
+        rest = rest[0] if len(rest) == 1 else ast.copy_location(ast.BoolOp(test.op, rest),
+                                                                rest[0])
+        both = isinstance(test.op, ast.And)
+        states, first = self._test(test.values[0], line)
+        then, implied = self._decide(rest, flag, line)
+        go = first if both else sp.Not(first)          # the rest decides
+        known = [c for c in sp.And.make_args(first)
+                 if not condition_containers(c, self.containers)]
+        return (states + [self._set(flag, 0 if both else 1, line),
+                          ConditionalRegion(((go, Sequence(tuple(then))),), line)],
+                known + implied if both else [])
 
     def _stmt_Return(self, stmt):
         if stmt.value is None:
@@ -260,6 +287,54 @@ class KernelBuilder(LoopLowering):
 
     def _argument(self, name):
         return next(a for a in self.arguments if a.name == name)
+
+
+def _flag_state(ex, cond, flag, line):
+    """``flag = 1 if cond else 0``, reading what ``ex`` read."""
+    inputs = tuple((conn, Memlet(d, s)) for (d, s), conn in ex.reads.items())
+    decide = fp.select(sp.Integer(1), cond, sp.Integer(0))
+    return State((Tasklet(inputs, ((Memlet(flag.name), decide),), line),), f"if_{line}")
+
+
+def _guards_data(test, scope):
+    """Whether an `and`/`or` in ``test`` has an integer operand before one reading data,
+    which Python then reads only as the integer operand decides."""
+    for node in ast.walk(test):
+        if isinstance(node, ast.BoolOp):
+            integer = [_integer_test(v, scope) for v in node.values]
+            if any(integer[k] and not all(integer[k:]) for k in range(len(integer))):
+                return True
+    return False
+
+
+def _integer_test(node, scope):
+    """Whether a test reads no data, as far as its syntax shows: integer names and
+    constants, sizes (``A.shape[k]``, ``len(A)``), arithmetic and comparisons of them."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, int)
+    if isinstance(node, ast.Name):
+        return isinstance(scope.get(node.id), IntValue)
+    if isinstance(node, ast.Subscript):
+        return isinstance(node.value, ast.Attribute) and node.value.attr == "shape"
+    if isinstance(node, ast.Call):
+        name = node.func.id if isinstance(node.func, ast.Name) else None
+        return name not in scope and (name == "len" or name in ("min", "max", "abs", "int")
+                                      and all(_integer_test(a, scope) for a in node.args))
+    if isinstance(node, (ast.Compare, ast.BinOp, ast.UnaryOp, ast.BoolOp)):
+        return all(_integer_test(c, scope) for c in ast.iter_child_nodes(node)
+                   if isinstance(c, ast.expr))
+    return False
+
+
+def _not_inward(test):
+    """``not (a and b)`` as ``not a or not b`` (and ``or`` alike): the same order of
+    evaluation, with the operator outermost."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) \
+            and isinstance(test.operand, ast.BoolOp):
+        op = ast.Or() if isinstance(test.operand.op, ast.And) else ast.And()
+        values = [ast.copy_location(ast.UnaryOp(ast.Not(), v), v) for v in test.operand.values]
+        return ast.copy_location(ast.BoolOp(op, values), test)
+    return test
 
 
 def _is_docstring(stmt):

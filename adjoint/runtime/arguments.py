@@ -5,13 +5,16 @@ import sympy as sp
 from ..errors import ArgumentError
 from ..sdfg.nodes import value_range
 
+INT64 = (-2**63, 2**63 - 1)     # what the compiled code computes sizes and ints in
 
-def bind(sdfg, args):
+
+def bind(sdfg, args, written=()):
     """(int64 array of symbol values, {argument name: ndarray}) for one call; the symbol
     values end with the two segment bounds of checkpointed loops (zero here).
 
-    Arrays are passed as they are (no copy); float scalars become fresh
-    1-element arrays. Raises ArgumentError naming the argument on any mismatch.
+    Arrays are passed as they are (no copy), so those named in ``written`` (the ones
+    the entry writes) must be writable; float scalars become fresh 1-element arrays.
+    Raises ArgumentError naming the argument on any mismatch.
     """
     params = sdfg.arguments
     if len(args) != len(params):
@@ -21,13 +24,9 @@ def bind(sdfg, args):
     env, source, values = {}, {}, {}
     for p, v in zip(params, args):
         if p.kind == "array":
-            values[p.name] = _array(sdfg, p, v, env, source)
+            values[p.name] = _array(sdfg, p, v, env, source, p.name in written)
         elif p.kind == "float":
-            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer,
-                                                                       np.floating)):
-                raise ArgumentError(f"argument {p.name!r} must be a float, got "
-                                    f"{type(v).__name__}")
-            values[p.name] = np.array([float(v)])
+            values[p.name] = np.array([_float(p, v)])
         else:
             if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
                 raise ArgumentError(f"argument {p.name!r} must be an int, got "
@@ -45,7 +44,17 @@ def bind(sdfg, args):
     return syms, values
 
 
-def _array(sdfg, p, v, env, source):
+def _float(p, v):
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer,
+                                                               np.floating)):
+        raise ArgumentError(f"argument {p.name!r} must be a float, got {type(v).__name__}")
+    try:
+        return float(v)
+    except OverflowError:               # an int beyond the float range
+        raise ArgumentError(f"argument {p.name!r} = {v} is too large for a float64") from None
+
+
+def _array(sdfg, p, v, env, source, written):
     if not isinstance(v, np.ndarray):
         raise ArgumentError(f"argument {p.name!r} must be a NumPy array of {p.dtype}, got "
                             f"{type(v).__name__}")
@@ -58,6 +67,10 @@ def _array(sdfg, p, v, env, source):
     if not v.flags.c_contiguous:
         raise ArgumentError(f"argument {p.name!r} is not C-contiguous; pass "
                             f"np.ascontiguousarray({p.name})")
+    if written and not v.flags.writeable:
+        raise ArgumentError(f"argument {p.name!r} is read-only (writeable=False: e.g. "
+                            f"np.frombuffer of bytes, a memmap opened with mode='r'), but "
+                            f"{sdfg.name}() writes it; pass a writable copy ({p.name}.copy())")
     for size, actual in zip(p.shape, v.shape):
         if isinstance(size, sp.Symbol):
             _bind_symbol(sdfg, size.name, actual, env, source, p.name, size)
@@ -72,6 +85,9 @@ def _bind_symbol(sdfg, name, value, env, source, arg, symbol=None):
     symbol = symbol or next((s for s in sdfg.symbols if s.name == name), None)
     if symbol is None:
         return
+    if not INT64[0] <= value <= INT64[1]:
+        raise ArgumentError(f"argument {arg!r} gives {name}={value}, outside the int64 range "
+                            f"[-2**63, 2**63 - 1] that {sdfg.name}() computes in")
     if symbol in env and env[symbol] != value:
         raise ArgumentError(f"argument {arg!r} implies {name}={value}, but argument "
                             f"{source[symbol]!r} gave {name}={env[symbol]}: inconsistent sizes")

@@ -3,24 +3,23 @@ that finds a kernel already built skips parsing, differentiation and code genera
 
 An artefact (a frozen dataclass with a ``module`` field) is pickled without its loaded
 module, under a key covering everything it was derived from plus the engine version
-and the build options; the shared library is loaded again from its path. Files are
-written atomically into the per-user cache directory; a damaged or stale entry is
-rebuilt.
+and the target (``options.target()``); the shared library is loaded again by its name
+in the same folder. Files are written atomically into the per-user cache directory and
+sealed as the libraries are (runtime/build.py): an entry that does not match its
+record, does not unpickle to the expected type, or names a damaged library is rebuilt.
 """
 import dataclasses
 import functools
 import hashlib
 import logging
-import os
 import pickle
-import tempfile
 from pathlib import Path
 
 import sympy as sp
 
-from ..options import options
+from ..options import options, target
 from .blas import blas
-from .build import ENGINE_VERSION, cache_dir
+from .build import ENGINE_VERSION, MISSING, cache_dir, damage, host, read_sealed, write_sealed
 from .module import load
 
 log = logging.getLogger("adjoint.runtime")
@@ -37,30 +36,52 @@ def _engine_code():
 
 def digest(*parts):
     h = hashlib.sha256()
-    for part in parts + (ENGINE_VERSION, _engine_code(), options.compiler, tuple(options.cflags), blas()) + (
-            (options.device, options.nvcc, tuple(options.cuda_flags), options.cuda_arch,
-             options.cuda_emulation) if options.device != "cpu" else ()):
+    # host(): with -march=native flags, the library of another CPU is another module
+    for part in parts + (ENGINE_VERSION, _engine_code(), target(), blas(),
+                         host(options.cflags)):
         h.update(repr(part).encode())
         h.update(b"\0")
     return h.hexdigest()[:32]
 
 
-def cached(key, compute):
-    """``compute()``'s artefact, from disk when an entry for ``key`` exists."""
+def cached(key, kind, compute):
+    """``compute()``'s artefact (of the type ``kind``), from disk when a sound entry for
+    ``key`` exists."""
     path = cache_dir() / f"{key}.artefact"
-    try:
-        with sp.evaluate(False):    # stored canonical: rebuilding need not re-simplify
-            artefact, so, counts = pickle.loads(path.read_bytes())
-        if so.exists():
-            log.debug("artefact %s loaded from cache", key)
-            return dataclasses.replace(artefact, module=load(so, counts))
-    except (OSError, EOFError, pickle.PickleError, AttributeError, ImportError, ValueError):
-        pass
+    artefact = _load(path, kind)
+    if artefact is not None:
+        return artefact
     artefact = compute()
-    data = pickle.dumps((dataclasses.replace(artefact, module=None), artefact.module.path,
-                         artefact.module.counts))
-    fd, tmp = tempfile.mkstemp(suffix=".artefact", dir=path.parent)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
-    os.replace(tmp, path)
+    data = pickle.dumps((dataclasses.replace(artefact, module=None),
+                         Path(artefact.module.path).name, artefact.module.counts))
+    write_sealed(path, data)
     return artefact
+
+
+def _load(path, kind):
+    """The artefact at ``path`` with its module loaded, or None (missing or damaged)."""
+    data, why = read_sealed(path)
+    if why == MISSING:
+        return None
+    if why is None:
+        try:
+            with sp.evaluate(False):    # stored canonical: rebuilding need not re-simplify
+                artefact, name, counts = pickle.loads(data)
+        except Exception as exc:        # whatever it is, the entry is rebuilt
+            why = f"cannot be unpickled ({type(exc).__name__}: {exc})"
+        else:
+            why = _mismatch(artefact, name, counts, kind, path.parent)
+    if why is not None:
+        log.warning("cached artefact %s %s; building it again", path, why)
+        return None
+    log.debug("artefact %s loaded from cache", path.name)
+    return dataclasses.replace(artefact, module=load(path.parent / name, counts))
+
+
+def _mismatch(artefact, name, counts, kind, folder):
+    """Why an unpickled entry cannot be used, or None."""
+    if type(artefact) is not kind or not isinstance(counts, int) or \
+            not isinstance(name, str) or Path(name).name != name:   # a file in the folder
+        return f"holds a {type(artefact).__name__}, not a {kind.__name__}"
+    library = damage(folder / name)
+    return None if library is None else f"names the module {name}, which {library}"

@@ -13,6 +13,13 @@ write to (or that another user owns) is not trusted with code that will be loade
 the cache goes into a private ``<folder>/<user>-<uid>`` inside it instead. A node with
 no compiler looks modules up with the compiler identity recorded by the node that
 filled the cache (``task=compile``), and only fails when a module is missing.
+
+Damage: every file the cache loads (libraries, runtime/artefacts.py's pickles) has a
+record beside it, ``<name>.sum`` with its name, size and sha256, written before the file
+is put in place; a file that does not match its record (truncated, swapped, overwritten,
+or without one) is never loaded: it is rebuilt. A library is hashed once per process.
+Temporary files are named ``<name>.tmp-<host>-<pid>-...``, so a build removes those that
+a killed process left (its pid gone from this host, or an hour old).
 """
 import contextlib
 import errno
@@ -22,6 +29,8 @@ import hashlib
 import logging
 import os
 import platform
+import re
+import socket
 import subprocess
 import tempfile
 import time
@@ -122,11 +131,16 @@ def _host():
     return platform.machine() + hashlib.sha256(model.encode()).hexdigest()[:16]
 
 
+def host(flags):
+    """The machine a library built with ``flags`` runs on: the CPU model and its flags
+    when one says ``native`` (``-march=native``), else the architecture."""
+    return _host() if any("native" in f for f in flags) else platform.machine()
+
+
 def module_key(source, compiler, flags, full_version=False):
-    host = _host() if any("native" in f for f in flags) else platform.machine()
     h = hashlib.sha256()
-    for part in (source, _compiler_identity(compiler, full_version), " ".join(flags), host,
-                 ENGINE_VERSION):
+    for part in (source, _compiler_identity(compiler, full_version), " ".join(flags),
+                 host(flags), ENGINE_VERSION):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()[:32]
@@ -157,12 +171,17 @@ def build_module(source: str, name: str = "kernel", libraries=(), toolchain=None
     key = module_key(source, compiler, flags, tc.full_version)
     directory = cache_dir()
     target = directory / f"{key}{tc.library}"
-    if target.exists():
+    if damage(target) is None:
         log.debug("%s: loaded from cache %s", name, target)
         return target
     with _locked(directory / f"{key}.lock"):
-        if target.exists():
+        why = damage(target)
+        if why is None:
             return target
+        if target.exists():     # removed only under the lock: a writer may be placing it
+            log.warning("%s: cached module %s %s; compiling it again", name, target, why)
+            target.unlink()
+        _remove_stale(directory)
         start = time.perf_counter()
         c_file = directory / f"{key}{tc.suffix}"
         _write_atomic(c_file, source)
@@ -197,10 +216,10 @@ _NO_LOCKS = (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL, errno.E
 
 
 @contextlib.contextmanager
-def _locked(path):
+def _locked(path, shared=False):
     with open(path, "a") as handle:
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX)
+            fcntl.flock(handle, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
             locked = True
         except OSError as exc:
             if exc.errno not in _NO_LOCKS:
@@ -225,24 +244,27 @@ def _compile(c_file, compiler, flags, target, name, tc):
 def _compile_parallel(units, compiler, flags, c_file, target, name, tc):
     """Compile each unit to an object, all at once, then link them into ``target``."""
     compile_flags, link_flags = _split(flags)
-    stem = f"{target.with_suffix('')}.{os.getpid()}"     # the process's own files
-    files = [Path(f"{stem}.{k}{tc.suffix}") for k in range(len(units))]
-    objects = [Path(f"{stem}.{k}.o") for k in range(len(units))]
+    stem = target.with_suffix("")
+    own = _temporary_prefix(stem.name)      # the process's own files
+    files = [stem.with_name(f"{own}{k}{tc.suffix}") for k in range(len(units))]
+    objects = [stem.with_name(f"{own}{k}.o") for k in range(len(units))]
     for path, unit in zip(files, units):
         _write_atomic(path, unit)
     try:
         procs = [_start([compiler, *compile_flags, "-c", *tc.pic, str(f), "-o", str(o)],
                         compiler, name) for f, o in zip(files, objects)]
         outcomes = [(proc, proc.communicate()[1]) for proc in procs]
-        for (proc, stderr), path in zip(outcomes, files):
-            _check(proc, stderr, name, path)
+        for k, ((proc, stderr), path) in enumerate(zip(outcomes, files)):
+            if proc.returncode != 0:        # kept, under a name of its own, for the message
+                kept = f"{stem}.{k}{tc.suffix}"
+                os.replace(path, kept)
+                proc.args = [kept if a == str(path) else a for a in proc.args]
+                _check(proc, stderr.replace(str(path), kept), name, kept)
         with _temporary(target) as tmp:
             _run_compiler([compiler, *compile_flags, "-shared", *tc.pic, *map(str, objects),
                            "-o", tmp, *link_flags, "-lm"], compiler, name, c_file)
-        for path in files:                  # kept when compiling failed, for the message
-            path.unlink()
     finally:
-        for path in objects:
+        for path in files + objects:
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
 
@@ -255,16 +277,20 @@ def _split(flags):
 
 @contextlib.contextmanager
 def _temporary(target):
-    """A temporary path next to ``target`` that becomes it when the block succeeds."""
-    fd, tmp = tempfile.mkstemp(suffix=target.suffix, dir=target.parent)
+    """A temporary path next to ``target`` that becomes it, sealed, when the block
+    succeeds."""
+    fd, tmp = tempfile.mkstemp(prefix=_temporary_prefix(target.name), suffix=target.suffix,
+                               dir=target.parent)
     os.close(fd)
     try:
         yield tmp
+        os.chmod(tmp, 0o755)
+        seal(target, Path(tmp).read_bytes())
+        os.replace(tmp, target)
     except BaseException:
-        os.unlink(tmp)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
         raise
-    os.chmod(tmp, 0o755)
-    os.replace(tmp, target)
 
 
 def _run_compiler(cmd, compiler, name, source):
@@ -288,8 +314,125 @@ def _check(proc, stderr, name, source):
                            f"{stderr[-4000:]}\nthe generated source is {source}")
 
 
-def _write_atomic(path, text):
-    fd, tmp = tempfile.mkstemp(suffix=path.suffix, dir=path.parent)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(text)
-    os.replace(tmp, path)
+def _write_atomic(path, content):
+    """Write ``content`` (text or bytes) to ``path`` through a temporary next to it."""
+    fd, tmp = tempfile.mkstemp(prefix=_temporary_prefix(path.name), dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb" if isinstance(content, bytes) else "w") as handle:
+            handle.write(content)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+# ---- sealed files: what the cache loads is what was written ---------------------------------
+MISSING = "is missing"
+_sound = {}         # path -> (inode, size, mtime) of a file that matched its record here
+
+
+def write_sealed(path, data: bytes):
+    """Write ``data`` to ``path`` with its record, under the file's lock (readers wait:
+    they never see a new record with an old file)."""
+    with _locked(path.with_name(path.name + ".lock")):
+        seal(path, data)
+        _write_atomic(path, data)
+
+
+def read_sealed(path):
+    """(``path``'s content, None) if it is what its record describes, else (None, why
+    not); read under the file's lock, shared."""
+    with _locked(path.with_name(path.name + ".lock"), shared=True):
+        try:
+            data = path.read_bytes()
+        except OSError:
+            return None, MISSING
+        why = damage(path, data)
+        return (data, None) if why is None else (None, why)
+
+
+def seal(path, data: bytes):
+    """Record ``path``'s name, size and sha256 for ``data``, its content to be; call it
+    before the file is put in place: a reader that sees the new record with an older
+    file finds them different and rebuilds, one that sees an older record with the new
+    file does too (never a file accepted that its record does not describe)."""
+    _write_atomic(_record(path), f"{path.name} {len(data)} {_sha256(data)}\n")
+
+
+def damage(path, data=None):
+    """None when ``path`` (whose content is ``data``, if read already) is the file its
+    record describes; else why not ("is missing", "has no record", ...). A file is
+    hashed once per process while its inode, size and time stay the same."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return MISSING
+    signature = (st.st_ino, st.st_size, st.st_mtime_ns)
+    if data is None and _sound.get(path) == signature:
+        return None
+    try:
+        name, size, digest = _record(path).read_text().split()
+        size = int(size)
+    except (OSError, ValueError):
+        return "has no record of what was written"
+    if name != path.name:
+        return f"is recorded as {name}"
+    if size != st.st_size or data is not None and size != len(data):
+        return f"has {st.st_size} bytes, not the {size} written"
+    try:
+        actual = _sha256(path.read_bytes() if data is None else data)
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror})"
+    if actual != digest:
+        return "differs from what was written (sha256)"
+    _sound[path] = signature
+    return None
+
+
+def _record(path):
+    return path.with_name(path.name + ".sum")
+
+
+def _sha256(data):
+    return hashlib.sha256(data).hexdigest()
+
+
+# ---- temporaries: named after their process, so that a later build finds stale ones --------
+_OWNER = re.compile(r"\.tmp-([A-Za-z0-9]*)-(\d+)-")
+_STALE_AGE = 3600.0         # seconds: a temporary of another host this old is a leftover
+
+
+def _temporary_prefix(name):
+    """``<name>.tmp-<host>-<pid>-``: how this process's temporaries start."""
+    return f"{name}.tmp-{_hostname()}-{os.getpid()}-"
+
+
+@functools.lru_cache(maxsize=None)
+def _hostname():
+    return "".join(c for c in socket.gethostname() if c.isalnum())[:40]
+
+
+def _remove_stale(directory):
+    """Remove the temporaries that killed builds left in ``directory``: their process is
+    gone from this host, or they are an hour old (other hosts, on a shared cache)."""
+    for path in directory.iterdir():
+        owner = _OWNER.search(path.name)
+        if owner is None:
+            continue
+        pid = int(owner.group(2))
+        with contextlib.suppress(OSError):          # removed meanwhile by another build
+            dead = owner.group(1) == _hostname() and pid != os.getpid() and not _alive(pid)
+            if dead or time.time() - path.stat().st_mtime > _STALE_AGE:
+                path.unlink()
+                log.debug("removed %s, left by a build that did not finish", path.name)
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:         # another user's process
+        return True
+    return True

@@ -27,10 +27,11 @@ import numpy as np
 from ..errors import CompileError, DeviceError
 from ..options import options
 from .build import Toolchain, build_module
+from .module import interrupted, watch_interrupts
 
 ffi = cffi.FFI()
 ffi.cdef("""
-int64_t sc_run(int64_t, const int64_t *, void *const *, double *, int64_t, int64_t);
+int64_t sc_run(int64_t, const int64_t *, void *const *, double *, int64_t, int64_t, int);
 int sc_check(const int64_t *, int64_t *);
 void sc_set_threads(int);
 const char *sc_error(void);
@@ -301,7 +302,8 @@ class CudaModule:
 
     def call(self, entry, syms, buffers, tape=None, tape_position=0):
         """Run entry point ``entry``; returns the tape position it ends at (-1: the tape
-        is too short). Raises DeviceError when CUDA reports a failure."""
+        is too short). Raises DeviceError when CUDA reports a failure, KeyboardInterrupt
+        when Ctrl-C stopped a loop of the host code (kernels run to their end)."""
         uploaded = {k: self.array(b) for k, b in enumerate(buffers)
                     if not isinstance(b, DeviceArray)}
         device = [uploaded.get(k, b) for k, b in enumerate(buffers)]
@@ -313,8 +315,8 @@ class CudaModule:
             device_tape.size else ffi.NULL
         capacity = 0 if tape is None else tape.size
         with _lock:
-            end = self.lib.sc_run(entry, _ptr("int64_t *", syms), data, tape_ptr, tape_position,
-                                  capacity)
+            end = interrupted(self.lib.sc_run(entry, _ptr("int64_t *", syms), data, tape_ptr,
+                                              tape_position, capacity, watch_interrupts()))
         if end <= -2:
             why = ffi.string(self.lib.sc_error()).decode() if end == -3 else \
                 f"no entry point {entry}"

@@ -2,16 +2,26 @@
 
 All nodes are frozen dataclasses; passes build new graphs instead of mutating.
 Index expressions and tasklet bodies are sympy expressions.
+
+Identity and equality: what occurs in a program -- the statements (``Tasklet``,
+``MapScope``, ``MatMul``, ``Push``, ``Pop``), the regions (``State``, ``Sequence``,
+``LoopRegion``, ``ConditionalRegion``) and the ``SDFG`` -- compares by identity
+(``eq=False``): a statement written twice is two statements even when its text, line
+and operands are equal, so passes key sets and dicts on the nodes themselves. A node
+object occurs at most once in an SDFG; a pass that changes one builds a new one.
+What describes -- ``Container``, ``Argument``, ``Memlet``, ``Guard`` -- compares by value.
 """
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional, Union
 
 import numpy as np
 import sympy as sp
 from sympy.core.function import AppliedUndef
+
+from .arithmetic import np_maximum, np_minimum
 
 
 @dataclass(frozen=True)
@@ -61,7 +71,7 @@ class Memlet:
         return f"{self.data}[{idx}]{op}" if self.subset else f"{self.data}{op}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Tasklet:
     """Reads every input into its connector, then writes each output in order.
 
@@ -76,7 +86,7 @@ class Tasklet:
         return {conn: m for conn, m in self.inputs}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class MapScope:
     """A parallel scope: ``body`` runs once for every point of the ranges."""
     params: tuple
@@ -86,7 +96,7 @@ class MapScope:
     parallel: bool = False  # run with threads (analysis.parallel)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class MatMul:
     """Library node ``out (+)= op(a) @ op(b)`` on whole float64 containers (BLAS gemm).
 
@@ -112,14 +122,14 @@ class MatMul:
         return m, k, n
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Push:
     """Save ``memlet``'s element on the tape (before it is overwritten)."""
     memlet: Memlet
     line: int = 0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Pop:
     """Restore ``memlet``'s element from the tape (reverse sweep)."""
     memlet: Memlet
@@ -129,20 +139,20 @@ class Pop:
 DataflowNode = Union[Tasklet, MapScope, MatMul, Push, Pop]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class State:
     """A dataflow graph; its nodes run in order (a chain of tasklets and maps)."""
     nodes: tuple
     label: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Sequence:
     """Control-flow regions executed one after another."""
     elements: tuple = ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class LoopRegion:
     """``for var in range(start, stop, step)``; ``reverse`` visits the same values backwards.
 
@@ -204,7 +214,7 @@ def condition_containers(condition, containers):
     return {s.name for s in condition.free_symbols if s.name in containers}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ConditionalRegion:
     """``if``/``elif``/``else``: (condition, body) pairs; condition None is ``else``.
 
@@ -217,12 +227,12 @@ class ConditionalRegion:
 Region = Union[State, Sequence, LoopRegion, ConditionalRegion]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class SDFG:
     """A whole kernel: arguments, containers, integer symbols and a control-flow tree."""
     name: str
     arguments: tuple
-    containers: dict = field(hash=False)
+    containers: dict
     symbols: tuple          # integer symbols the C entry points take by value
     body: Sequence
     result: Optional[str] = None
@@ -320,21 +330,22 @@ def divides(t):
 
 
 def self_update(t):
-    """``(operation, connector reading x, f)`` for a tasklet ``x = x + f``, ``max(x, f)``
-    or ``min(x, f)`` whose only output is ``x``, read by that connector alone and not in
-    ``f``; else None. Reductions and running maxima have this form."""
+    """``(operation, connector reading x, f)`` for a tasklet ``x = x + f`` (or ``f + x``,
+    ``x - f``), ``np.maximum(x, f)`` or ``np.minimum(x, f)`` whose only output is ``x``, read
+    by that connector alone and not in ``f``; else None. Reductions and running maxima
+    have this form. The value's own top node must be that operation: ``x = x + a + b``
+    is ``(x + a) + b``, which a sum of ``a + b`` would round differently."""
     if len(t.outputs) != 1 or t.outputs[0][0].wcr:
         return None
     (m, expr), = t.outputs
     own = [c for c, i in t.inputs if i == m]
     if len(own) != 1 or any(i.data == m.data and i != m for _, i in t.inputs):
         return None
-    if isinstance(expr, (sp.Max, sp.Min)) and len(expr.args) == 2 and own[0] in expr.args:
-        op, rest = ("max" if isinstance(expr, sp.Max) else "min"), expr.args[
-            1 - expr.args.index(own[0])]
-    else:
-        op, rest = "sum", sp.expand(expr - own[0])
-    return None if own[0] in rest.free_symbols else (op, own[0], rest)
+    kinds = {sp.Add: "sum", np_maximum: "max", np_minimum: "min"}
+    if type(expr) not in kinds or len(expr.args) != 2 or own[0] not in expr.args:
+        return None
+    rest = expr.args[1 - expr.args.index(own[0])]
+    return None if own[0] in rest.free_symbols else (kinds[type(expr)], own[0], rest)
 
 
 def as_reduction(t):

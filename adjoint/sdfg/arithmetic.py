@@ -1,0 +1,269 @@
+"""Floating-point values as Python computes them: one sympy node per operation, in order.
+
+sympy simplifies while it builds: ``x - x`` becomes 0, ``(a + 1e16) - 1e16`` becomes
+``a``, ``exp(log(x))`` becomes ``x``, and the terms of a sum are sorted. All of that is
+exact in real arithmetic and none of it in IEEE doubles (inf, nan, rounding). Tasklet
+values are therefore built unevaluated: each Python operation is one Add or Mul node of
+two operands, in the order written, and the printer (``codegen/printer.py``) prints each
+node as one C operation. Operations whose operands are both integers are evaluated as
+sympy does: Python's integers and sympy's integer algebra are both exact.
+
+Derivatives (``sympy.diff``) come out evaluated: n-ary sums and products in sympy's
+order, which may be simplified and reordered, as long as they are equal wherever the
+primal value is finite. Passes that rewrite a tasklet's value go through
+:func:`substitute`, which rebuilds nothing it does not replace.
+
+Powers follow what Python or NumPy calls: a scalar's ``x ** y`` is C's ``pow``, and
+``x ** 2`` is ``x * x`` (the correctly rounded square, what ``pow`` returns too, save
+in rare last-bit cases); an array's ``x ** 0.5`` and ``x ** -1`` are NumPy's ``sqrt``
+and ``1 / x``.
+"""
+import sympy as sp
+from sympy.codegen.cfunctions import expm1, log1p, log2, log10
+
+# Containers of derivatives (autodiff's adjoints and tangents): what a tasklet writes
+# only into them may be reassociated (codegen factors loop-invariant terms out of it).
+ADJOINT, TANGENT = "__g_", "__d_"
+
+HALF = sp.S.Half
+
+
+def _integers(*xs):
+    """Whether operands are Python integers (sympy calls the float 2.0 an integer too)."""
+    return all(x.is_integer and not x.has(sp.Float) for x in xs)
+
+
+def add(a, b):
+    return a + b if _integers(a, b) else sp.Add(a, b, evaluate=False)
+
+
+def sub(a, b):
+    return a - b if _integers(a, b) else sp.Add(a, neg(b), evaluate=False)
+
+
+def neg(a):
+    """``-a``; sympy has no negative zero, so ``-0.0`` stays a negation."""
+    if _integers(a) or a.is_Number and not a.is_zero:
+        return -a
+    return sp.Mul(sp.S.NegativeOne, a, evaluate=False)
+
+
+def mul(a, b):
+    return a * b if _integers(a, b) else sp.Mul(a, b, evaluate=False)
+
+
+def div(a, b):
+    """``a / b``; two integer constants give their exact quotient (one rounding in C), a
+    constant zero divisor sympy's ``zoo``."""
+    if b.is_zero and b.is_Number:           # Python raises; the frontend reports it
+        return sp.zoo
+    if a.is_Integer and b.is_Integer:
+        return sp.Rational(a, b)
+    return sp.Mul(a, sp.Pow(b, -1, evaluate=False), evaluate=False)
+
+
+def power(a, b, array=False):
+    """``a ** b``: integer powers of integers exactly; otherwise ``pow`` with a float
+    exponent, except the squares, and NumPy's square roots and reciprocals of arrays."""
+    if _integers(a, b) and b.is_Integer and b >= 0:
+        return a ** b
+    if a.is_Integer and b.is_Integer:                # 2 ** -1: Python's exact 0.5
+        return sp.Rational(1, a ** -b)
+    if b.is_Number and float(b) == 2.0:
+        return sp.Pow(a, 2, evaluate=False)
+    if array and b.is_Number and float(b) == 0.5:
+        return sqrt(a)
+    if array and b.is_Number and float(b) == -1.0:
+        return sp.Pow(a, -1, evaluate=False)
+    return sp.Pow(a, sp.Float(b) if b.is_Number else b, evaluate=False)
+
+
+def sqrt(a):
+    return sp.Pow(a, HALF, evaluate=False)
+
+
+def relation(kind):
+    """A comparison: decided now on integers only (``x - x > 0`` is not False for nan)."""
+    return lambda a, b: kind(a, b) if _integers(a, b) else kind(a, b, evaluate=False)
+
+
+def logical(kind):
+    """``and``/``or``/``not`` of comparisons: decided now on integers only (``not x > y``
+    is not ``x <= y`` for nan)."""
+    def build(*args):
+        if len(args) == 1 and kind is not sp.Not:
+            return args[0]
+        on_data = any(not s.is_integer for a in args for s in a.free_symbols)
+        return kind(*args, evaluate=False) if on_data else kind(*args)
+    return build
+
+
+def select(value, condition, other):
+    """``value if condition else other`` (``np.where``, masks, flags)."""
+    on_data = any(not s.is_integer for s in condition.free_symbols)
+    return sp.Piecewise((value, condition), (other, True), evaluate=not on_data)
+
+
+def nonzero(a):
+    return relation(sp.Ne)(a, sp.Integer(0))
+
+
+def derivatives_only(tasklet):
+    """Whether a tasklet writes derivatives only: its values may be rounded differently."""
+    return all(m.data.startswith((ADJOINT, TANGENT)) for m, _ in tasklet.outputs)
+
+
+def factors_of(expr):
+    """The factors of a product, through the nesting of its binary nodes."""
+    if isinstance(expr, sp.Mul):
+        return [f for a in expr.args for f in factors_of(a)]
+    return [expr]
+
+
+def evaluated(expr):
+    """``expr`` rebuilt by sympy's rules, in canonical form: for derivatives, which may
+    be simplified, before sympy's common-subexpression search (it takes a product's
+    factors as a set, so an unevaluated ``x*x`` would lose one)."""
+    memo = {}
+
+    def rebuild(e):
+        if e not in memo:
+            memo[e] = e.func(*map(rebuild, e.args)) if e.args else e
+        return memo[e]
+    return rebuild(sp.sympify(expr))
+
+
+def common_subexpressions(exprs, symbols):
+    """(temporaries, expressions): every subexpression that occurs more than once
+    computed once into a temporary, and nothing else changed (sympy's ``cse`` also
+    regroups sums and products)."""
+    counts = {}
+
+    def count(e):
+        if e.args and not isinstance(e, sp.Piecewise):
+            counts[e] = counts.get(e, 0) + 1
+            if counts[e] == 1:
+                for a in e.args:
+                    count(a)
+    for e in exprs:
+        count(sp.sympify(e))
+    temps, names = [], {}
+
+    def rebuild(e):
+        if e in names:
+            return names[e]
+        if not e.args:
+            return e
+        with sp.evaluate(False):
+            new = e.func(*map(rebuild, e.args))
+        if counts.get(e, 0) > 1 and not _negation_of_atom(e):
+            names[e] = next(symbols)
+            temps.append((names[e], new))
+            return names[e]
+        return new
+    return temps, [rebuild(sp.sympify(e)) for e in exprs]
+
+
+def _negation_of_atom(e):
+    return isinstance(e, sp.Mul) and len(e.args) == 2 and e.args[0] == -1 and e.args[1].is_Atom
+
+
+def substitute(expr, mapping):
+    """``expr`` with symbols replaced, every other node kept as it was."""
+    with sp.evaluate(False):
+        return sp.sympify(expr).xreplace(mapping)
+
+
+class _Choice(sp.Function):
+    """A maximum or minimum of two values with its own rule for ties and nan: the
+    derivative goes to the argument chosen, half to each at a tie (as sympy's ``Max``)."""
+    largest = True
+
+    def fdiff(self, argindex=1):
+        a, b = self.args
+        first = sp.Heaviside(a - b if self.largest else b - a)
+        return first if argindex == 1 else 1 - first
+
+
+class py_max(_Choice):
+    """Python's ``max(a, b)``: ``b if b > a else a`` (the first of equals; a nan ``b``
+    loses)."""
+
+
+class py_min(_Choice):
+    """Python's ``min(a, b)``: ``b if b < a else a``."""
+    largest = False
+
+
+class np_maximum(_Choice):
+    """NumPy's ``maximum``: ``a if a > b or a is nan else b`` (nan propagates; ``b`` of
+    equals). Not sympy's ``Max``, which keeps its arguments as a set."""
+
+
+class np_minimum(_Choice):
+    """NumPy's ``minimum``: ``a if a < b or a is nan else b``."""
+    largest = False
+
+
+class np_fmax(_Choice):
+    """NumPy's ``fmax``: ``a if a >= b or b is nan else b`` (a nan loses)."""
+
+
+class np_fmin(_Choice):
+    """NumPy's ``fmin``: ``a if a <= b or b is nan else b``."""
+    largest = False
+
+
+class np_power(sp.Function):
+    """NumPy's ``power`` with an exponent known only at run time: ``sqrt`` where it is
+    0.5 (``-0.0`` stays ``-0.0``, ``-inf`` gives nan), C's ``pow`` otherwise."""
+    def fdiff(self, argindex=1):
+        a, b = self.args
+        return b * a ** (b - 1) if argindex == 1 else sp.log(a) * a ** b
+
+
+class py_floordiv(sp.Function):
+    """``a // b`` on floats as Python and NumPy compute it (from ``fmod``; ``a / b``
+    where ``b`` is 0): not ``floor(a / b)``, which rounds first (``1 // 0.1`` is 9)."""
+    def fdiff(self, argindex=1):
+        return sp.Integer(0)
+
+
+class py_mod(sp.Function):
+    """``a % b`` on floats: ``fmod`` with the sign of ``b``, as Python and NumPy."""
+    def fdiff(self, argindex=1):
+        a, b = self.args
+        return sp.Integer(1) if argindex == 1 else -py_floordiv(a, b)
+
+
+def _as_written(function):
+    return lambda *args: function(*args, evaluate=False)
+
+
+def _fold(function):
+    """``max(a, b, c)`` as Python takes it: ``max(max(a, b), c)``."""
+    def fold(*args):
+        out = args[0]
+        for x in args[1:]:
+            out = function(out, x, evaluate=False)
+        return out
+    return fold
+
+
+# Functions of the kernel language by their name in `math` or `numpy`.
+UNARY = {name: _as_written(f) for name, f in {
+    "sin": sp.sin, "cos": sp.cos, "tan": sp.tan, "exp": sp.exp, "log": sp.log,
+    "tanh": sp.tanh, "sinh": sp.sinh, "cosh": sp.cosh, "arctan": sp.atan, "atan": sp.atan,
+    "arcsin": sp.asin, "asin": sp.asin, "arccos": sp.acos, "acos": sp.acos, "fabs": sp.Abs,
+    "abs": sp.Abs, "absolute": sp.Abs, "log10": log10, "log2": log2, "expm1": expm1,
+    "log1p": log1p}.items()}
+UNARY["sqrt"] = sqrt
+BINARY = {name: _as_written(f) for name, f in {
+    "maximum": np_maximum, "minimum": np_minimum, "fmax": np_fmax, "fmin": np_fmin,
+    "arctan2": sp.atan2, "atan2": sp.atan2}.items()}
+BINARY["pow"] = power                                         # math.pow
+# np.power on numbers takes NumPy's square root for an exponent of 0.5 even when that
+# is data; on arrays only for a constant exponent (array_calls.py)
+BINARY["power"] = lambda a, b: power(a, b, array=True) if b.is_Number else np_power(a, b)
+ARRAY_POWER = lambda a, b: power(a, b, array=True)       # noqa: E731
+BUILTIN = {"max": _fold(py_max), "min": _fold(py_min), "abs": UNARY["abs"]}
