@@ -27,6 +27,10 @@ class Options:
     memory_policy: str = "ilp"          # ilp, store_all, recompute_all, revolve
     revolve_snapshots: int = 0          # snapshots for memory_policy="revolve"
     blas: bool = True                   # matrix products through OpenBLAS when installed
+    # False: values as Python computes them (docs/kernel-language.md); True: sums may be
+    # regrouped and constants folded, like -ffast-math (faster recurrences such as
+    # Gauss-Seidel's; equal to rounding for finite values without cancellation only)
+    reassociate: bool = False
     nvcc: str = field(default_factory=lambda: os.environ.get("NVCC", "nvcc"))
     cuda_flags: tuple = ("-O3", "--fmad=false")    # no fused multiply-adds, as cflags
     cuda_arch: str = ""                 # e.g. "sm_90"; "": the compute capability of the GPU
@@ -46,6 +50,7 @@ class Target:
     compiler: str
     cflags: tuple
     blas: bool
+    reassociate: bool = False
     cuda: tuple = ()        # (nvcc, cuda_flags, cuda_arch, cuda_emulation) on device="cuda"
 
 
@@ -54,7 +59,7 @@ def target() -> Target:
     cuda = (options.nvcc, tuple(options.cuda_flags), options.cuda_arch,
             bool(options.cuda_emulation)) if options.device != "cpu" else ()
     return Target(options.device, options.compiler, tuple(options.cflags), bool(options.blas),
-                  cuda)
+                  bool(options.reassociate), cuda)
 
 
 def configure(**changes):

@@ -23,6 +23,7 @@ from .options import options
 from .runtime.blas import blas
 from .runtime.cuda import build_cuda
 from .sdfg import SDFG, validate
+from .sdfg.arithmetic import reassociating
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,16 @@ class Backward:
 
 def lower_forward(src, name, types) -> Forward:
     key = digest("forward", fingerprint(src), name, sorted(types.items(), key=str))
-    return cached(key, Forward, lambda: _lower_forward(src, name, types, key))
+    return cached(key, Forward, _staged(_lower_forward, src, name, types, key))
+
+
+def _staged(stage, *args):
+    """``stage(*args)`` to run with floating-point values built and printed as the option
+    ``reassociate`` says (sdfg/arithmetic.py)."""
+    def run():
+        with reassociating(options.reassociate):
+            return stage(*args)
+    return run
 
 
 def _lower_forward(src, name, types, key):
@@ -75,7 +85,7 @@ def _build(layout, entries, checks, counted, name):
 def lower_backward(forward: Forward, wrt, outputs) -> Backward:
     """Entry points 3r, 3r+1, 3r+2: forward, record and reverse of region r."""
     return cached(digest("backward", forward.key, sorted(wrt), sorted(outputs)), Backward,
-                  lambda: _lower_backward(forward, wrt, outputs))
+                  _staged(_lower_backward, forward, wrt, outputs))
 
 
 def _lower_backward(forward, wrt, outputs):
@@ -100,7 +110,7 @@ class Tangent:
 
 def lower_tangent(forward: Forward, wrt) -> Tangent:
     return cached(digest("tangent", forward.key, sorted(wrt)), Tangent,
-                  lambda: _lower_tangent(forward, wrt))
+                  _staged(_lower_tangent, forward, wrt))
 
 
 def _lower_tangent(forward, wrt):

@@ -3,7 +3,9 @@
     python experiments/seidel2d.py --sizes S,M,L,paper --repeats 5
 
 Every timing is the best of --repeats calls after one warm-up call, with fresh
-input copies made outside the timed region.  Engine gradients are checked against
+input copies made outside the timed region.  The engine runs twice: by default (values as
+Python computes them: the forward is bit-identical to the plain Python, like the
+Python-order C) and with ``reassociate=True`` (sums regrouped, like the fast C).  Engine gradients are checked against
 the hand-written C adjoints (allclose) before anything is timed.  JAX's gradients are
 measured at S and M; at L and paper (T=100, N=400: about a quarter of an hour per call)
 they are **extrapolated**: measured at the same T and N/8, N/4, N/2 (best of up to three
@@ -119,6 +121,20 @@ def bench_size(name, T, n, repeats, adjoint, kern, jax, J):
         r["engine_fwd"] = best(kern, copies, repeats)
         r["engine_grad_A"] = best(grad_A, copies, repeats)
         r["engine_grad_w"] = best(grad_w, copies, repeats)
+        # the same with adjoint.configure(reassociate=True): sums regrouped like -ffast-math,
+        # the speed reference's own order (a new specialisation; its first call compiles)
+        adjoint.configure(reassociate=True)
+        try:
+            A = A0.copy()
+            loss = kern(A, w, T)
+            r["checks"].update(
+                engine_reassociated_fwd=close(loss, loss_ref) and close(A, A_ref),
+                engine_reassociated_grad_A=close(grad_A(A0.copy(), w, T), gA_ref),
+                engine_reassociated_grad_w=close(grad_w(A0.copy(), w, T), gw_ref))
+            for what, fn in (("fwd", kern), ("grad_A", grad_A), ("grad_w", grad_w)):
+                r[f"engine_reassociated_{what}"] = best(fn, copies, repeats)
+        finally:
+            adjoint.configure(reassociate=False)
 
     if J is not None and name in JAX_SIZES:
         jA, jw = jax.numpy.asarray(A0), jax.numpy.asarray(w)
@@ -168,6 +184,11 @@ def ratios(r):
             out[f"JAX/C {what}"] = r[f"jax_{what}"] / r[f"c_{what}"]
             if f"engine_{what}" in r:
                 out[f"JAX/engine {what}"] = r[f"jax_{what}"] / r[f"engine_{what}"]
+    if "engine_fwd" in r:
+        out["engine/C Python order fwd"] = r["engine_fwd"] / r["c_fwd_python_order"]
+    for what in ("fwd", "grad_A", "grad_w"):
+        if f"engine_reassociated_{what}" in r:
+            out[f"engine reassoc./C {what}"] = r[f"engine_reassociated_{what}"] / r[f"c_{what}"]
     for who in ("engine", "c", "jax"):
         for g in ("grad_A", "grad_w"):
             if f"{who}_{g}" in r and f"{who}_fwd" in r:
@@ -190,6 +211,9 @@ def machine(jax):
 COLUMNS = [("size", "size"), ("TSTEPS", "T"), ("N", "N"),
            ("engine_first_fwd", "engine 1st fwd"), ("engine_first_grad_A", "engine 1st ∇A"),
            ("engine_first_grad_w", "engine 1st ∇w"), ("engine_fwd", "engine fwd"), ("engine_grad_A", "engine ∇A"), ("engine_grad_w", "engine ∇w"),
+           ("engine_reassociated_fwd", "engine reassoc. fwd"),
+           ("engine_reassociated_grad_A", "engine reassoc. ∇A"),
+           ("engine_reassociated_grad_w", "engine reassoc. ∇w"),
            ("c_fwd", "C fwd"), ("c_fwd_python_order", "C fwd Python order"), ("c_grad_A", "C ∇A"), ("c_grad_A_reverse_only", "C ∇A rev only"),
            ("c_grad_w", "C ∇w"), ("python_fwd", "Python fwd"),
            ("jax_fwd", "JAX fwd"), ("jax_grad_A", "JAX ∇A"), ("jax_grad_w", "JAX ∇w"), ("jax_compile", "JAX compile")]
@@ -237,7 +261,10 @@ def markdown(rows, info):
                       "C ∇w tapes the overwritten element per update (tape allocated per call). "
                       "JAX compile covers forward + both gradients. "
                       "'engine 1st' is the first call at that size; the engine's cache starts empty, so at the "
-                      "first size it includes generating and compiling the C (one build serves all sizes).", "", *lines, "",
+                      "first size it includes generating and compiling the C (one build serves all sizes). "
+                      "'engine': the default, values as Python computes them (bit-identical to it, so its "
+                      "like-for-like forward reference is 'C fwd Python order'); 'engine reassoc.': "
+                      "adjoint.configure(reassociate=True), sums regrouped as the speed reference does.", "", *lines, "",
                       f"Correctness (allclose vs hand-written C): {checks}", "",
                       f"Engine forward bit-identical to the plain Python: {bitwise or '-'}", ""])
 

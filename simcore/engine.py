@@ -8,7 +8,7 @@ import adjoint
 
 log = logging.getLogger(__name__)
 
-PASSED_ON = ("cache_dir", "cflags", "compiler", "memory_budget")   # unset: engine default
+PASSED_ON = ("cache_dir", "cflags", "compiler", "memory_budget", "reassociate")  # unset: default
 
 
 def settings(engine_cfg, device_cfg) -> dict:

@@ -26,6 +26,8 @@ class EngineConfig:
     cache_dir: str = ""                     # "": $SIMCORE_CACHE_DIR or ~/.cache/simcore
     cflags: Optional[List[str]] = None      # None: the engine default (-O3 -march=native ...)
     compiler: Optional[str] = None          # None: $CC or cc
+    reassociate: bool = False               # True: sums regrouped like -ffast-math (faster
+    #                                         recurrences; results within rounding only)
 
 
 @dataclass

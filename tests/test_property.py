@@ -11,6 +11,8 @@ kernel that calls them all (so the calls are inlined into one compiled module), 
 random kernel on arguments of its own. Every random kernel is then checked on its own:
 its arrays after the compiled driver against its plain-Python run, and the driver's
 gradient restricted to its arguments against central differences of its Python loss.
+The driver's arrays are consecutive views of one buffer with guard elements between
+them (aliasing-free arguments that share a base): a write outside its argument fails.
 
 Decisions on data could flip under the finite differences' perturbations: a shadow copy
 of each kernel records how far every data condition is from its threshold, and kernels
@@ -313,8 +315,9 @@ def check_batch(bodies, sizes, steps, seed):
                    0.5 * rng.standard_normal(n), 0.5 * rng.standard_normal(m),
                    0.5 + 0.5 * rng.random()) for _ in bodies]
     flat = [a for args in per_kernel for a in args] + [steps]
-    work = [a.copy() if isinstance(a, np.ndarray) else a for a in flat]
+    work, guards = packed(flat)
     total = module.batch(*work)
+    assert guards(), "a kernel wrote outside its arguments"
     want_total = 0.0
     for k, args in enumerate(per_kernel):
         g = getattr(module, f"g{k}")
@@ -344,6 +347,29 @@ def check_batch(bodies, sizes, steps, seed):
         assert_close_scalar(got, want, 1e-6, fd_atol(loss(args)),
                             what=f"kernel g{k}: directional derivative\n{_listing(module, k)}")
         CHECKED["gradient"] += 1
+
+
+GUARD, SENTINEL = 3, -7.25e300
+
+
+def packed(values):
+    """Copies of the arrays among ``values`` as consecutive views of one buffer (distinct
+    arguments that share a base, the way a caller's slices do), each between GUARD
+    elements holding SENTINEL; and a function telling whether those are still intact."""
+    arrays = [v for v in values if isinstance(v, np.ndarray)]
+    base = np.full(sum(a.size for a in arrays) + GUARD * (len(arrays) + 1), SENTINEL)
+    out, gaps, at = [], [slice(0, GUARD)], GUARD
+    for v in values:
+        if not isinstance(v, np.ndarray):
+            out.append(v)
+            continue
+        view = base[at:at + v.size].reshape(v.shape)
+        view[...] = v
+        out.append(view)
+        at += v.size
+        gaps.append(slice(at, at + GUARD))
+        at += GUARD
+    return out, lambda: all(np.all(base[g] == SENTINEL) for g in gaps)
 
 
 def _listing(module, k):

@@ -426,3 +426,41 @@ def test_random_kernels_on_special_values():
     finally:
         configure(cflags=saved)
     assert CHECKED["kernels"] >= BATCH * EXAMPLES, CHECKED
+
+
+# ---- the opt-in: adjoint.configure(reassociate=True) ---------------------------------------
+@kernel
+def sweep(A: float64[N], B: float64[N]):
+    for i in range(1, N - 1):
+        A[i] = (A[i - 1] + A[i] + A[i + 1]) / 3.0
+        B[i] = B[i] - B[i]
+
+
+def test_reassociation_is_an_option_that_regroups_sums():
+    """Off (the default): Python's order and ``x - x``; on: sympy's algebra, the terms on
+    the row's neighbours added last (the recurrence waits on A[i - 1] only at the end),
+    and results equal to rounding where they are finite."""
+    A = np.array([1.0, 0.3, 2.0, 0.7, 1.1, 0.2])
+    B = np.array([0.0, np.inf, 1.0, np.nan, 2.0, 0.0])
+    want = [A.copy(), B.copy()]
+    quiet(sweep.py_func, *want)
+    saved = options.reassociate
+    try:
+        for on in (False, True):
+            configure(reassociate=on)
+            got = [A.copy(), B.copy()]
+            sweep(*got)
+            if on:
+                np.testing.assert_allclose(got[0], want[0], rtol=1e-15)
+                assert np.array_equal(got[1], np.zeros(6))          # inf - inf "is" 0
+            else:
+                assert_same(got[0], want[0])
+                assert_same(got[1], want[1])
+            source = sweep.specialize((A, B)).forward.source
+            update = next(line for line in source.splitlines() if "v_A[i_i] =" in line)
+            if on:      # A[i - 1] (c_in0) and A[i + 1] (c_in2) after A[i] (c_in1)
+                assert update.index("c_in1") < update.index("c_in0"), update
+            else:
+                assert update.strip() == "v_A[i_i] = (c_in0 + c_in1 + c_in2)/3.0;", update
+    finally:
+        configure(reassociate=saved)

@@ -31,7 +31,7 @@ from ..sdfg.nodes import (ConditionalRegion, Guard, LoopRegion, MapScope, Pop, P
                           index_loads, library_nodes, walk)
 from ..analysis.parallel import (ANY, NEVER, PARALLEL_WORK, distance, injective, linear_form,
                                  shared_across_rows, shared_sums, tape_per_iteration)
-from ..sdfg.arithmetic import common_subexpressions, derivatives_only, evaluated
+from ..sdfg.arithmetic import common_subexpressions, evaluated, reassociable
 from ..errors import AdjointError
 from .printer import CPrinter, c_name, identifier
 
@@ -1024,7 +1024,7 @@ class _Generator:
         # such as Gauss-Seidel's A[i, j-1]) are added last, so that only the last
         # additions wait on the previous iteration.
         # Only derivatives may be reassociated: primal values print as written.
-        free = derivatives_only(t)
+        free = reassociable(t)
         self.value.late = {c for c, m in t.inputs if free and any(
             _neighbour(m, o, self.loop_vars[-1:]) for o, _ in t.outputs)}
         exprs = [evaluated(e) if free else e for _, e in t.outputs]

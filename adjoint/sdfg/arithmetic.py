@@ -13,11 +13,20 @@ order, which may be simplified and reordered, as long as they are equal wherever
 primal value is finite. Passes that rewrite a tasklet's value go through
 :func:`substitute`, which rebuilds nothing it does not replace.
 
+With the engine option ``reassociate`` (``pipeline.py`` sets :func:`reassociating` around
+every stage) values are built and printed as sympy evaluates them, the way ``-ffast-math``
+treats C: sums regrouped so that a recurrence's own term comes last, constants folded;
+faster loop-carried updates (Gauss-Seidel), results equal to rounding for finite values
+without cancellation only.
+
 Powers follow what Python or NumPy calls: a scalar's ``x ** y`` is C's ``pow``, and
 ``x ** 2`` is ``x * x`` (the correctly rounded square, what ``pow`` returns too, save
 in rare last-bit cases); an array's ``x ** 0.5`` and ``x ** -1`` are NumPy's ``sqrt``
 and ``1 / x``.
 """
+import contextlib
+import contextvars
+
 import sympy as sp
 from sympy.codegen.cfunctions import expm1, log1p, log2, log10
 
@@ -28,28 +37,43 @@ ADJOINT, TANGENT = "__g_", "__d_"
 HALF = sp.S.Half
 
 
-def _integers(*xs):
-    """Whether operands are Python integers (sympy calls the float 2.0 an integer too)."""
-    return all(x.is_integer and not x.has(sp.Float) for x in xs)
+_REASSOCIATE = contextvars.ContextVar("reassociate", default=False)
+
+
+@contextlib.contextmanager
+def reassociating(on):
+    """Within the block, values are built and printed as sympy evaluates them (the engine
+    option ``reassociate``) or, off, as Python computes them."""
+    token = _REASSOCIATE.set(bool(on))
+    try:
+        yield
+    finally:
+        _REASSOCIATE.reset(token)
+
+
+def _exact(*xs):
+    """Whether sympy may evaluate an operation on these operands: on Python integers
+    (sympy calls the float 2.0 an integer too) or where reassociation is on."""
+    return _REASSOCIATE.get() or all(x.is_integer and not x.has(sp.Float) for x in xs)
 
 
 def add(a, b):
-    return a + b if _integers(a, b) else sp.Add(a, b, evaluate=False)
+    return a + b if _exact(a, b) else sp.Add(a, b, evaluate=False)
 
 
 def sub(a, b):
-    return a - b if _integers(a, b) else sp.Add(a, neg(b), evaluate=False)
+    return a - b if _exact(a, b) else sp.Add(a, neg(b), evaluate=False)
 
 
 def neg(a):
     """``-a``; sympy has no negative zero, so ``-0.0`` stays a negation."""
-    if _integers(a) or a.is_Number and not a.is_zero:
+    if _exact(a) or a.is_Number and not a.is_zero:
         return -a
     return sp.Mul(sp.S.NegativeOne, a, evaluate=False)
 
 
 def mul(a, b):
-    return a * b if _integers(a, b) else sp.Mul(a, b, evaluate=False)
+    return a * b if _exact(a, b) else sp.Mul(a, b, evaluate=False)
 
 
 def div(a, b):
@@ -59,13 +83,15 @@ def div(a, b):
         return sp.zoo
     if a.is_Integer and b.is_Integer:
         return sp.Rational(a, b)
+    if _REASSOCIATE.get():
+        return a / b
     return sp.Mul(a, sp.Pow(b, -1, evaluate=False), evaluate=False)
 
 
 def power(a, b, array=False):
     """``a ** b``: integer powers of integers exactly; otherwise ``pow`` with a float
     exponent, except the squares, and NumPy's square roots and reciprocals of arrays."""
-    if _integers(a, b) and b.is_Integer and b >= 0:
+    if _exact(a, b) and b.is_Integer and b >= 0:
         return a ** b
     if a.is_Integer and b.is_Integer:                # 2 ** -1: Python's exact 0.5
         return sp.Rational(1, a ** -b)
@@ -84,7 +110,7 @@ def sqrt(a):
 
 def relation(kind):
     """A comparison: decided now on integers only (``x - x > 0`` is not False for nan)."""
-    return lambda a, b: kind(a, b) if _integers(a, b) else kind(a, b, evaluate=False)
+    return lambda a, b: kind(a, b) if _exact(a, b) else kind(a, b, evaluate=False)
 
 
 def logical(kind):
@@ -108,9 +134,11 @@ def nonzero(a):
     return relation(sp.Ne)(a, sp.Integer(0))
 
 
-def derivatives_only(tasklet):
-    """Whether a tasklet writes derivatives only: its values may be rounded differently."""
-    return all(m.data.startswith((ADJOINT, TANGENT)) for m, _ in tasklet.outputs)
+def reassociable(tasklet):
+    """Whether codegen may regroup a tasklet's values: it writes derivatives only (they
+    may be rounded differently), or reassociation is on."""
+    return _REASSOCIATE.get() or all(m.data.startswith((ADJOINT, TANGENT))
+                                     for m, _ in tasklet.outputs)
 
 
 def factors_of(expr):
