@@ -25,6 +25,8 @@ see :func:`lower_return`.
 import ast
 import copy
 import inspect
+import sys
+import weakref
 from dataclasses import dataclass, replace
 from typing import Optional
 
@@ -81,23 +83,57 @@ class _Inlined:
 
 # ---- hooks ----------------------------------------------------------------------------------
 def callee_of(kernel, node):
-    """The ``adjoint.kernel`` that the call ``node`` calls, or None."""
+    """The kernel that the call ``node`` calls, or None: an ``adjoint.kernel``, or a plain
+    Python function of the program (``def``, source available), inlined the same way."""
     from ..api import Kernel
     if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
         return None
     if node.func.id in kernel.scope:
         return None
     target = kernel.src.globals.get(node.func.id)
-    return target if isinstance(target, Kernel) else None
+    if isinstance(target, Kernel):
+        return target
+    return _as_kernel(target) if _plain_function(target) else None
+
+
+_KERNELS = weakref.WeakKeyDictionary()      # plain function -> its Kernel
+
+
+def _as_kernel(func):
+    from ..api import Kernel
+    if func not in _KERNELS:
+        _KERNELS[func] = Kernel(func)
+    return _KERNELS[func]
+
+
+def _plain_function(target):
+    """A ``def`` of the user's program with readable source: not a lambda, not NumPy's,
+    SciPy's or the standard library's own Python functions (those are the language's
+    functions, or unsupported)."""
+    if not inspect.isfunction(target) or target.__name__ == "<lambda>":
+        return False
+    module = (getattr(target, "__module__", None) or "").split(".")[0]
+    if module in LIBRARIES or module in sys.stdlib_module_names:
+        return False
+    try:
+        inspect.getsource(target)
+    except (OSError, TypeError):
+        return False
+    return True
+
+
+LIBRARIES = {"numpy", "scipy", "sympy", "adjoint"}
 
 
 def plain_function_hint(kernel, node):
-    """For a call to an undecorated Python function: how to make it callable."""
+    """For a call to a Python function that cannot be inlined: why."""
     func = node.func if isinstance(node, ast.Call) else None
-    if isinstance(func, ast.Name) and func.id not in kernel.scope \
-            and inspect.isfunction(kernel.src.globals.get(func.id)):
-        return (f"; `{func.id}` is a plain Python function: decorate it with @adjoint.kernel "
-                "to call it from a kernel (its body is then inlined)")
+    if not isinstance(func, ast.Name) or func.id in kernel.scope:
+        return ""
+    if callable(kernel.src.globals.get(func.id)):
+        return (f"; `{func.id}` has no Python source the engine can read (a builtin, a C "
+                "extension or a library function): only Python functions defined in your "
+                "program are inlined")
     return ""
 
 
