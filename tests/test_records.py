@@ -2,7 +2,7 @@
 
 A write is recorded only when a reverse partial reads the container at or after it in
 program order (the reverse restores back to the first reader only), and a max/min
-reduction ``acc = max(acc, v)`` is reversed from the final ``acc`` without any record.
+reduction ``acc = np.maximum(acc, v)`` is reversed from the final ``acc`` without any record.
 Every gradient here is checked against central finite differences or a hand derivation.
 """
 import numpy as np
@@ -61,7 +61,7 @@ def running_max(x: float64[N]) -> float:
     m = x[0] * 2.0
     s = 0.0
     for i in range(1, x.shape[0]):
-        m = max(m, x[i])
+        m = np.maximum(m, x[i])
         s += m * m                   # reads every intermediate maximum
     return s + m
 
@@ -75,7 +75,7 @@ def column_min(A: float64[N, M], w: float64[M]) -> float:
 def seeded_max(x: float64[N]) -> float:
     m = 2.0 * x[0]
     for i in range(1, x.shape[0]):
-        m = max(m, x[i])
+        m = np.maximum(m, x[i])
     return m
 
 
@@ -84,7 +84,7 @@ def read_then_max(x: float64[N]) -> float:
     m = x[0] * x[1]
     s = m * m                        # needs m from before the reduction overwrites it
     for i in range(2, x.shape[0]):
-        m = max(m, x[i])
+        m = np.maximum(m, x[i])
     return s + m
 
 
@@ -94,7 +94,7 @@ def read_then_max_inside(x: float64[N]) -> float:
     s = m * m
     if x.shape[0] > 2:               # the loop is not a region of its own here
         for i in range(2, x.shape[0]):
-            m = max(m, x[i])
+            m = np.maximum(m, x[i])
     return s + m
 
 
@@ -213,7 +213,7 @@ def test_a_whole_write_read_later_in_its_own_map_keeps_the_next_write_recorded()
 def scaled_running_max(x: float64[N]) -> float:
     m = x[0]
     for i in range(1, x.shape[0]):
-        m = max(m, m * x[i])         # the candidate depends on m: not a plain reduction
+        m = np.maximum(m, m * x[i])         # the candidate depends on m: not a plain reduction
     return m
 
 

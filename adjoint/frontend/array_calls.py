@@ -20,7 +20,6 @@ from ..sdfg.arithmetic import BINARY, UNARY
 
 EXTRA_UNARY = {"square": lambda x: fp.power(x, sp.Integer(2)), "negative": fp.neg,
                "reciprocal": lambda x: fp.power(x, sp.Integer(-1), array=True)}
-FLOAT_DTYPES = {"float", "float64", "double", "float_"}
 SCALAR_BUILTINS = {"min": "np.minimum or np.min", "max": "np.maximum or np.max",
                    "sum": "np.sum", "float": "the array itself"}
 VARARGS = tuple(f"_{k}" for k in range(8))     # x.transpose(1, 0), x.reshape(N, M)
@@ -135,15 +134,46 @@ def _shape(b, node):
 
 
 def _check_dtype(b, args):
+    """Temporaries are float64: ``dtype=`` may name float64 in any spelling (np.float64,
+    float, "float64", ``A.dtype`` of a float64 array); other dtypes are refused."""
     node = args.get("dtype")
-    if node is None:
+    if node is None or isinstance(node, ast.Constant) and node.value is None:
         return
-    name = node.attr if isinstance(node, ast.Attribute) else \
-        node.id if isinstance(node, ast.Name) else \
-        node.value if isinstance(node, ast.Constant) else None
-    if name not in FLOAT_DTYPES:
-        raise b.src.error(node, f"dtype `{ast.unparse(node)}`: temporaries are float64; "
-                                "leave out dtype= or use np.float64")
+    dtype = _dtype(b, node)
+    if dtype == np.float64:
+        return
+    what = f"dtype `{ast.unparse(node)}`"
+    if dtype is None:
+        raise b.src.error(node, f"{what} is not a dtype the kernel can tell; temporaries are "
+                                "float64: leave out dtype= or use np.float64")
+    if dtype.kind not in "iub":
+        raise b.src.error(node, f"{what}: {dtype} temporaries are not supported yet "
+                                "(kernels compute in float64); leave out dtype= or use "
+                                "np.float64")
+    raise b.src.error(node, f"{what}: {dtype} temporaries are not supported (integer and "
+                            "boolean arrays are read-only in kernels); compute in a float64 "
+                            "array: leave out dtype= or use np.float64")
+
+
+def _dtype(b, node):
+    """The np.dtype ``node`` names (``np.float32``, ``float``, ``"int64"``, ``A.dtype``),
+    or None."""
+    if isinstance(node, ast.Attribute) and node.attr == "dtype":
+        value = b.expr(node.value)          # a mask is bool; an expression's, unknown
+        return np.dtype(bool) if value.boolean else \
+            value.view.container.dtype if value.view is not None else None
+    if isinstance(node, ast.Attribute) and b.ex._module(node.value) is np:
+        spelled = getattr(np, node.attr, None)
+    elif isinstance(node, ast.Name) and b.ex._builtin_name(node) in ("float", "int", "bool"):
+        spelled = node.id
+    elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+        spelled = node.value
+    else:
+        return None
+    try:
+        return np.dtype(spelled) if spelled is not None else None
+    except TypeError:
+        return None
 
 
 def _scalar(b, node):
@@ -199,6 +229,24 @@ def _filled_like(fill, empty=False):
 def _copy(b, node, args):
     _check_dtype(b, args)
     return without_view(b.expr(_required(b, node, args, "a")))
+
+
+def _eye(b, node, args):
+    _check_dtype(b, args)
+    n = b.ex.index(_required(b, node, args, "N"), "an array size")
+    m = args.get("M")
+    m = n if m is None or isinstance(m, ast.Constant) and m.value is None else \
+        b.ex.index(m, "an array size")
+    k = b.ex.index(args["k"], "a diagonal offset") if "k" in args else sp.Integer(0)
+    _check_sizes(b, node, (n, m))
+    return ArrayExpr((n, m), lambda index: fp.select(sp.Integer(1),
+                                                     sp.Eq(index[1] - index[0], k),
+                                                     sp.Integer(0)))
+
+
+def _scalar_type(b, node, args):
+    """``np.float64(x)``: a float64 copy, as ``x.astype(np.float64)``."""
+    return _copy(b, node, {"a": _required(b, node, args, "x"), "dtype": node.func})
 
 
 # ---- elementwise --------------------------------------------------------------------------
@@ -352,6 +400,10 @@ NUMPY = {
     "ones_like": (_filled_like(1), ("a", "dtype"), ()),
     "empty_like": (_filled_like(0, empty=True), ("a", "dtype"), ()),
     "full_like": (_filled_like(None), ("a", "fill_value", "dtype"), ()),
+    "eye": (_eye, ("N", "M", "k", "dtype"), ()),
+    "float64": (_scalar_type, ("x",), ()),
+    "double": (_scalar_type, ("x",), ()),
+    "float32": (_scalar_type, ("x",), ()),
     "copy": (_copy, ("a",), ()),
     "array": (_copy, ("a", "dtype"), ()),
     "where": (_where, ("condition", "x", "y"), ()),
@@ -382,6 +434,7 @@ METHODS = {name: NUMPY[name] for name in ("sum", "prod", "max", "min", "mean", "
                                           "any", "all")}
 METHODS.update({
     "copy": (_copy, ("a",), ()),
+    "astype": (_copy, ("a", "dtype"), ()),
     "transpose": (_method_transpose, ("a",) + VARARGS, ()),
     "reshape": (_method_reshape, ("a",) + VARARGS, ()),
     "ravel": (_ravel, ("a",), ()),

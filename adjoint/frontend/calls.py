@@ -186,10 +186,10 @@ def unpack_call(kernel, stmt):
         raise kernel.src.error(stmt, f"`{_short(stmt.value)}` returns {count} value"
                                      f"{'s' if count != 1 else ''}, unpacked into "
                                      f"{len(targets)} names")
-    return ex.prelude + _assign_results(kernel, stmt, targets, results)
+    return ex.prelude + assign_results(kernel, stmt, targets, results)
 
 
-def _assign_results(kernel, stmt, targets, results):
+def assign_results(kernel, stmt, targets, results):
     """``target_k = result_k`` through hidden names bound to the results."""
     regions, hidden = [], []
     loops = tuple(getattr(kernel, "loops", ()))

@@ -15,25 +15,44 @@ def classify_locals(fn: ast.FunctionDef, int_names, params):
     for node in ast.walk(fn):
         if isinstance(node, ast.For) and isinstance(node.target, ast.Name):
             loop_vars.add(node.target.id)
-        targets = node.targets if isinstance(node, ast.Assign) else \
-            [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
-        targets = [e for t in targets      # a, b = f(...): each name a float local
-                   for e in (t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t])]
-        for t in targets:
+        for t, value in _targets(node):
             if isinstance(t, ast.Name) and t.id not in params and t.id not in loop_vars:
-                sites.setdefault(t.id, []).append(node)
+                sites.setdefault(t.id, []).append((node, value))
     ints = set(int_names) | loop_vars
     changed = True
     candidates = {n for n, s in sites.items()
-                  if len(s) == 1 and isinstance(s[0], ast.Assign)}
+                  if len(s) == 1 and isinstance(s[0][0], ast.Assign)}
     int_locals = set()
     while changed:
         changed = False
         for name in sorted(candidates - int_locals):
-            if _is_int(sites[name][0].value, ints | int_locals):
+            if _is_int(sites[name][0][1], ints | int_locals):
                 int_locals.add(name)
                 changed = True
     return int_locals, sorted(set(sites) - int_locals - loop_vars)
+
+
+def _targets(node):
+    """(target name node, the value it gets or None) for each name ``node`` assigns:
+    ``x = y = e`` gives both ``e``, ``a, b = e1, e2`` pairs them up, ``n, m = A.shape``
+    gives ``A.shape[k]``, ``a, b = f(...)`` gives None (float locals)."""
+    if isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+        return [(node.target, node.value)]
+    if not isinstance(node, ast.Assign):
+        return []
+    pairs = []
+    for t in node.targets:
+        if not isinstance(t, (ast.Tuple, ast.List)):
+            pairs.append((t, node.value))
+            continue
+        values = [None] * len(t.elts)
+        if isinstance(node.value, (ast.Tuple, ast.List)) and len(node.value.elts) == len(t.elts):
+            values = node.value.elts
+        elif isinstance(node.value, ast.Attribute) and node.value.attr == "shape":
+            values = [ast.Subscript(node.value, ast.Constant(k), ast.Load())
+                      for k in range(len(t.elts))]
+        pairs += list(zip(t.elts, values))
+    return pairs
 
 
 def _is_int(node, ints):

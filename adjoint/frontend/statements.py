@@ -1,5 +1,7 @@
 """Python statements -> SDFG control-flow regions and states."""
 import ast
+import copy
+from dataclasses import dataclass
 
 import numpy as np
 import sympy as sp
@@ -9,10 +11,10 @@ from ..sdfg import (SDFG, Argument, ConditionalRegion, Container, LoopRegion, Me
 from ..errors import KernelSyntaxError
 from ..sdfg.nodes import condition_containers, flag_symbol, tasklets, value_range, walk
 from ..types import ArrayType
-from .arrays import ArrayState
+from .arrays import ArrayBuilder, ArrayState
 from .arrays import assign as assign_arrays
-from .calls import (call_statement, callee_of, lower_return, plain_function_hint,
-                    unpack_call)
+from .calls import (assign_results, call_statement, callee_of, lower_return,
+                    plain_function_hint, store_value, unpack_call)
 from ..sdfg import arithmetic as fp
 from .expressions import DataValue, ExpressionBuilder, IntValue
 from .locals import classify_locals
@@ -165,13 +167,75 @@ class KernelBuilder(LoopLowering):
                                    "supported)" + plain_function_hint(self, stmt.value))
 
     def _stmt_Assign(self, stmt):
-        if len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Tuple) \
-                and callee_of(self, stmt.value) is not None:
+        first, *more = stmt.targets
+        if more and not all(isinstance(t, (ast.Name, ast.Subscript)) for t in stmt.targets):
+            raise self.src.error(stmt, "a chained assignment `x = y = ...` assigns names or "
+                                       "subscripts (no tuples among its targets)")
+        if isinstance(first, (ast.Tuple, ast.List)):
+            return self._unpack(stmt, first.elts, stmt.value)
+        return self._chain(stmt, stmt.targets)
+
+    def _chain(self, stmt, targets):
+        """``x = y = expr`` (or one target): expr evaluated once, every target assigned it."""
+        names = [t for t in targets if isinstance(t, ast.Name)]
+        if not names and len(targets) > 1:      # A[i] = B[i] = expr: a hidden name holds it
+            self.call_roots = {id(stmt.value)}
+            self._counter += 1
+            regions, result = store_value(self, stmt, stmt.value, f"__chained{self._counter}",
+                                          keep_views=True)
+            return regions + assign_results(self, stmt, targets, [result] * len(targets))
+        # The first name gets expr and the others read it: a name holds the value itself (a
+        # number, or one array that every name is bound to), where `y = A[:]` would not.
+        source = names[0] if names else targets[0]
+        regions = self._assign(stmt, source, stmt.value, None)
+        for target in targets:
+            if target is not source:
+                regions += self._assign(stmt, target, _as_load(source), None)
+        return regions
+
+    def _unpack(self, stmt, targets, value):
+        """``a, b = b, a``, ``n, m = A.shape``, ``a, b = f(...)``: every value is evaluated,
+        into a hidden name, before the targets are assigned left to right (Python's order)."""
+        if any(not isinstance(t, (ast.Name, ast.Subscript)) for t in targets):
+            raise self.src.error(stmt, "unpack into names or subscripts (`a, b = ...`; no "
+                                       "nesting or starred targets)")
+        if callee_of(self, value) is not None:
             return unpack_call(self, stmt)               # a, b = other(...)
-        if len(stmt.targets) != 1 or isinstance(stmt.targets[0], (ast.Tuple, ast.List)):
-            raise self.src.error(stmt, "assign one target at a time (`a = b = ...` and tuple "
-                                       "unpacking are not supported)")
-        return self._assign(stmt, stmt.targets[0], stmt.value, None)
+        values = self._unpacked_values(stmt, value, len(targets))
+        # An array name rebound here is stored in place: a value viewing it must be a copy.
+        rebound = {b.container.name for b in (self.scope.get(t.id) for t in targets
+                                              if isinstance(t, ast.Name))
+                   if isinstance(b, DataValue) and not b.container.is_scalar}
+        regions, results = [], []
+        for target, node in zip(targets, values):
+            if isinstance(target, ast.Name) and target.id in self.int_locals:
+                ex = ExpressionBuilder(self, self.scope)
+                results.append(_Index(ex.index(node, f"integer local {target.id!r}")))
+                continue
+            self._counter += 1
+            name = f"__unpacked{self._counter}"
+            more, result = store_value(self, stmt, node, name, keep_views=True)
+            if result.kind == "view" and result.view.container.name in rebound:
+                more, result = store_value(self, stmt, node, name, keep_views=False)
+            regions, results = regions + more, results + [result]
+        return regions + assign_results(self, stmt, targets, results)
+
+    def _unpacked_values(self, stmt, value, count):
+        """The value nodes of ``targets = value``: a tuple's elements or ``A.shape[k]``."""
+        if isinstance(value, ast.Attribute) and value.attr == "shape":
+            rank = ArrayBuilder(ExpressionBuilder(self, self.scope)).expr(value.value).rank
+            values = [ast.copy_location(ast.Subscript(value, ast.Constant(k), ast.Load()),
+                                        value) for k in range(rank)]
+        elif isinstance(value, (ast.Tuple, ast.List)) and \
+                not any(isinstance(e, ast.Starred) for e in value.elts):
+            values = value.elts
+        else:
+            raise self.src.error(stmt, f"`{_first_line(stmt)}`: unpack a tuple of values "
+                                       "(`a, b = b, a`), `A.shape` or a kernel call")
+        if len(values) != count:
+            raise self.src.error(stmt, f"`{_first_line(stmt)}` unpacks {len(values)} value"
+                                       f"{'s' if len(values) != 1 else ''} into {count} names")
+        return values
 
     def _stmt_AugAssign(self, stmt):
         if type(stmt.op) not in AUG_OPS:
@@ -335,6 +399,22 @@ def _not_inward(test):
         values = [ast.copy_location(ast.UnaryOp(ast.Not(), v), v) for v in test.operand.values]
         return ast.copy_location(ast.BoolOp(op, values), test)
     return test
+
+
+@dataclass(frozen=True)
+class _Index:
+    """An integer value of a tuple assignment, bound like a call's ``Returned``."""
+    value: sp.Expr
+
+    def binding(self, name, loops):
+        return IntValue(self.value)
+
+
+def _as_load(target):
+    """The target ``x`` or ``A[i]`` of an assignment as an expression reading it."""
+    node = copy.deepcopy(target)
+    node.ctx = ast.Load()
+    return node
 
 
 def _is_docstring(stmt):

@@ -1,0 +1,162 @@
+"""Assignment forms: chained ``x = y = expr``, tuple assignment with Python's simultaneous
+semantics (``a, b = b, a``, ``A[i], A[j] = A[j], A[i]``, array names), ``n, m = A.shape``.
+
+Forward results against the kernels run as plain Python (bitwise: only + - * / here),
+gradients against central differences in float64, tangents (jvp) likewise, and a
+KernelSyntaxError naming the line for the forms that stay unsupported.
+"""
+import numpy as np
+import pytest
+
+from adjoint import KernelSyntaxError, float64, jvp, kernel, symbol, vjp
+from kernel_testing import (arg_names, copy_args, fd_atol, fd_directional, inner,
+                            random_direction, rng_for)
+
+N = symbol("N")
+M = symbol("M")
+K = symbol("K")
+
+
+@kernel
+def chained(A: float64[N], B: float64[N], x: float):
+    a = b = np.zeros(N)            # one array, two names
+    for i in range(N):
+        b[i] = A[i] * x
+    s = t = x * 2.0                # one value, evaluated once
+    for i in range(N):
+        A[i] = B[i] = a[i] * s + t     # subscripts, left to right
+    return a
+
+
+@kernel
+def swaps(A: float64[N], B: float64[K, M], x: float):
+    y = A[0]
+    for i in range(N - 1):
+        x, y = y * 0.5, x + A[i]                 # both sides read the old x, y
+        A[i], A[i + 1] = A[i + 1], A[i] * x       # element swap
+    n, m = B.shape                               # integer aliases
+    I, J = B.shape[0], B.shape[1]
+    B[n - 1, m - 1] = x * y + B[I - 1, J - 1]
+    return A
+
+
+@kernel
+def ping_pong(A: float64[N], T: int):
+    a = A.copy()
+    b = np.zeros(N)
+    for t in range(T):
+        b[1:] = a[1:] * 0.5 + a[:-1] * 0.25
+        b[0] = a[0]
+        a, b = b, a                # names bound to arrays swap, in every iteration
+    return a * 2.0 + b
+
+
+@kernel
+def views(A: float64[N]):
+    a, b = A[1:], A[:-1]           # views: writes through them reach A
+    a[0] = b[0] * 3.0
+    return A * 1.0
+
+
+@kernel
+def chained_broadcast(A: float64[N], B: float64[N], x: float):
+    A[:] = y = x * 3.0             # y is the number, not A[:]
+    A[1:] = B[1:] = A[:-1] * y     # subscripts only: the value once, to both
+    return A + B * y
+
+
+CASES = [
+    (chained, lambda rng: (rng.random(5), rng.random(5), 1.5)),
+    (swaps, lambda rng: (rng.random(6), rng.random((3, 4)), 0.7)),
+    (ping_pong, lambda rng: (rng.random(6), 3)),
+    (ping_pong, lambda rng: (rng.random(6), 4)),
+    (views, lambda rng: (rng.random(5),)),
+    (chained_broadcast, lambda rng: (rng.random(5), rng.random(5), 0.6)),
+]
+IDS = ["chained", "swaps", "ping_pong_odd", "ping_pong_even", "views", "chained_broadcast"]
+
+
+def _outputs(k, args):
+    """Every array argument afterwards and the returned array, run as compiled or Python."""
+    work = copy_args(args)
+    ret = k(*work)
+    return [a for a in work if isinstance(a, np.ndarray)] + [ret]
+
+
+@pytest.mark.parametrize("k, make", CASES, ids=IDS)
+def test_forward_is_bitwise_python(k, make):
+    args = make(rng_for(k.__name__))
+    got, want = _outputs(k, args), _outputs(k.py_func, args)
+    for g, w in zip(got, want):
+        assert np.array_equal(g, w), (g, w)
+
+
+def _loss(k, cot):
+    """<cot, F(args)>, F the kernel run as Python, over the outputs vjp reported."""
+    def f(args):
+        work = copy_args(args)
+        values = dict(zip(arg_names(k), work), **{"return": k.py_func(*work)})
+        return sum(inner(c, values[n]) for n, c in cot.items())
+    return f
+
+
+@pytest.mark.parametrize("k, make", CASES, ids=IDS)
+def test_gradient_and_tangent_match_finite_differences(k, make):
+    rng = rng_for(k.__name__, salt="grad")
+    args = make(rng)
+    names = arg_names(k)
+    index_of = {n: i for i, n in enumerate(names)}
+    wrt = [n for n, a in zip(names, args) if isinstance(a, (np.ndarray, float))]
+    outs, pullback = vjp(k, *copy_args(args))
+    cot = {n: random_direction(rng, v) for n, v in outs.items()}
+    f = _loss(k, cot)
+    d = {n: random_direction(rng, args[index_of[n]]) for n in wrt}
+    want = fd_directional(f, args, index_of, d)
+    back = pullback(cot)
+    got = sum(inner(back[n], d[n]) for n in wrt)
+    assert got == pytest.approx(want, rel=1e-7, abs=fd_atol(f(args)))
+    _, dots = jvp(k, copy_args(args), d)
+    tangent = sum(inner(cot[n], dots[n]) for n in outs)
+    assert tangent == pytest.approx(want, rel=1e-7, abs=fd_atol(f(args)))
+
+
+# ---------------------------------------------------------------------- still refused
+
+def _starred(A: float64[N]):
+    a, *b = A[0], A[1], A[2]
+    return a
+
+
+def _nested(A: float64[N]):
+    a, (b, c) = A[0], (A[1], A[2])
+    return a + b + c
+
+
+def _count(A: float64[N]):
+    a, b = A[0], A[1], A[2]
+    return a + b
+
+
+def _rows(A: float64[N, M]):
+    a, b = A
+    return np.sum(a)
+
+
+def _rank(A: float64[N, M]):
+    n, m, k = A.shape
+    return A[0, 0] * 1.0
+
+
+@pytest.mark.parametrize("func, message", [
+    (_starred, "no nesting or starred targets"),
+    (_nested, "no nesting or starred targets"),
+    (_count, "unpacks 3 values into 2 names"),
+    (_rows, "unpack a tuple of values"),
+    (_rank, "unpacks 2 values into 3 names"),
+], ids=["starred", "nested", "count", "rows", "rank"])
+def test_other_forms_are_refused_naming_the_line(func, message):
+    shape = (3, 3) if "M" in str(func.__annotations__["A"]) else (3,)
+    with pytest.raises(KernelSyntaxError, match=message) as info:
+        kernel(func)(np.ones(shape))
+    assert str(func.__code__.co_firstlineno + 1) in str(info.value)
+

@@ -1,0 +1,188 @@
+"""dtypes in array creation: ``dtype=`` naming float64 in any spelling, ``np.eye``,
+``.astype(np.float64)`` / ``np.float64(v)`` as float64 copies (forward bitwise against
+``py_func``, gradients against central differences), and a KernelSyntaxError naming
+the line for float32 and integer temporaries.
+"""
+import numpy as np
+import pytest
+
+from adjoint import KernelSyntaxError, jvp, kernel, vjp
+from kernel_testing import (arg_names, assert_close_scalar, copy_args, fd_atol, fd_directional, inner,
+                            random_direction, rng_for, run_reference)
+
+
+@kernel
+def spellings(u, w, out):
+    v = np.empty(u.shape, dtype=u.dtype)            # adi, symm
+    p = np.zeros((u.shape[0], u.shape[1]), np.float64)
+    q = np.ones_like(u, dtype=float)
+    r = np.full(u.shape, 2.0, "float64")
+    s = np.zeros_like(u, np.double)
+    t = np.array(u, dtype=w.dtype)
+    v[:] = u * 2.0
+    p[:] = q * r + s - t
+    out[:] = v * p + np.float64(w[0]) * u.astype(np.float64) * u
+    return np.sum(out * out)
+
+
+@kernel
+def eyes(u, w, out):
+    e = np.eye(u.shape[0], u.shape[1], dtype=u.dtype)     # correlation
+    e[:] = e * w[0]
+    f = np.eye(u.shape[0], u.shape[1], k=1)
+    g = np.eye(u.shape[0], M=u.shape[1], k=-2)
+    out[:] = (e + f * 3.0 - g) * u
+    return np.sum(out * out)
+
+
+def make_args(name):
+    rng = rng_for(name)
+    return rng.random((4, 5)) + 0.5, rng.random(3) + 0.5, np.zeros((4, 5))
+
+
+@pytest.mark.parametrize("k", [spellings, eyes], ids=lambda k: k.__name__)
+def test_forward_bitwise(k):
+    args = make_args(k.__name__)
+    want, (_, _, want_out) = run_reference(k, args)
+    got = copy_args(args)
+    assert_close_scalar(k(*got), want, 1e-12, what=k.__name__)
+    assert np.array_equal(got[2], want_out)
+
+
+def test_astype_of_an_integer_array():
+    @kernel
+    def scaled(u, idx, out):
+        out[:] = idx.astype(np.float64) * u + np.float64(idx[0])
+        return np.sum(out)
+
+    u, idx = np.linspace(0.5, 1.5, 4), np.array([3, -1, 7, 2])
+    out, want = np.zeros(4), np.zeros(4)
+    assert scaled(u, idx, out) == scaled.py_func(u, idx, want)
+    assert np.array_equal(out, want)
+
+
+def test_eye_matches_numpy():
+    @kernel
+    def eye_out(a, b):
+        a[:] = np.eye(a.shape[0], a.shape[1], k=1)
+        b[:] = np.eye(b.shape[0], dtype=float)
+
+    a, b = np.full((3, 5), 7.0), np.full((4, 4), 7.0)
+    eye_out(a, b)
+    assert np.array_equal(a, np.eye(3, 5, k=1)) and np.array_equal(b, np.eye(4))
+
+
+@pytest.mark.parametrize("k", [spellings, eyes], ids=lambda k: k.__name__)
+def test_gradients_reverse_and_forward(k):
+    args = make_args(k.__name__)
+    index_of = {n: i for i, n in enumerate(arg_names(k)[:2])}
+    rng = rng_for(k.__name__, 1)
+    d = {n: random_direction(rng, args[i]) for n, i in index_of.items()}
+    want = fd_directional(lambda a: run_reference(k, a)[0], args, index_of, d)
+    tol = 1e-7 * abs(want) + fd_atol(run_reference(k, args)[0])
+    _, pullback = vjp(k, *copy_args(args))
+    cot = pullback({"return": 1.0, "out": np.zeros((4, 5))})
+    assert abs(sum(inner(cot[n], d[n]) for n in d) - want) <= tol
+    _, tangents = jvp(k, copy_args(args), d)
+    assert abs(tangents["return"] - want) <= tol
+
+
+@kernel
+def f32_keyword(u):
+    v = np.zeros(u.shape, dtype=np.float32)
+    return np.sum(v)
+
+
+@kernel
+def f32_positional(u):
+    v = np.empty(u.shape, "float32")
+    return np.sum(v)
+
+
+@kernel
+def f32_like(u, x):
+    v = np.zeros_like(u, dtype=x.dtype)
+    return np.sum(v)
+
+
+@kernel
+def f32_astype(u):
+    return np.sum(u.astype(np.float32))
+
+
+@kernel
+def f32_scalar(u):
+    return np.float32(u[0])
+
+
+@kernel
+def int_keyword(u):
+    v = np.zeros(u.shape, dtype=np.int32)          # nussinov
+    return np.sum(v)
+
+
+@kernel
+def int_builtin(u):
+    v = np.ones_like(u, int)
+    return np.sum(v)
+
+
+@kernel
+def int_like(u, i):
+    v = np.zeros(u.shape, dtype=i.dtype)
+    return np.sum(v)
+
+
+@kernel
+def eye_int(u):
+    return np.sum(np.eye(3, dtype=bool))
+
+
+@kernel
+def unknown_dtype(u):
+    v = np.zeros(u.shape, dtype=np.complex128)
+    return np.sum(v)
+
+
+U = np.ones(3)
+F32, I64 = np.ones(3, dtype=np.float32), np.ones(3, dtype=np.int64)
+
+
+@pytest.mark.parametrize("k, args, message", [
+    (f32_keyword, (U,), "float32 temporaries are not supported yet"),
+    (f32_positional, (U,), "float32 temporaries are not supported yet"),
+    (f32_like, (U, F32), "float32 temporaries are not supported yet"),
+    (f32_astype, (U,), "float32 temporaries are not supported yet"),
+    (f32_scalar, (U,), "float32 temporaries are not supported yet"),
+    (int_keyword, (U,), "int32 temporaries are not supported .integer"),
+    (int_builtin, (U,), "int64 temporaries are not supported .integer"),
+    (int_like, (U, I64), "int64 temporaries are not supported .integer"),
+    (eye_int, (U,), "bool temporaries are not supported .integer"),
+    (unknown_dtype, (U,), "complex128 temporaries are not supported yet"),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_other_dtypes_rejected(k, args, message):
+    with pytest.raises(KernelSyntaxError, match=message) as info:
+        k(*args)
+    assert "test_dtypes.py" in str(info.value) and "np.float64" in str(info.value)
+
+
+@kernel
+def mask_like(u):
+    m = u > 0.5
+    v = np.zeros(u.shape, dtype=m.dtype)            # bool in NumPy: not float64
+    return np.sum(v)
+
+
+@kernel
+def expression_like(u, i):
+    v = np.zeros(u.shape, dtype=(i + 1).dtype)      # int64 in NumPy
+    return np.sum(v)
+
+
+@pytest.mark.parametrize("k, args, message", [
+    (mask_like, (U,), "bool temporaries are not supported .integer"),
+    (expression_like, (U, I64), "is not a dtype the kernel can tell"),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_dtype_of_masks_and_expressions_not_taken_for_float64(k, args, message):
+    with pytest.raises(KernelSyntaxError, match=message):
+        k(*args)
