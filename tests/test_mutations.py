@@ -42,10 +42,10 @@ now does; each such test passes on the engine and fails on its mutant.
 
 Bold: the tests of this file (by part of their name).
 
-Found on the way: test_records' reductions written with Python's ``max`` are not
-reductions to the engine (``py_max`` is not ``self_update``'s ``np_maximum``): they
-record step by step and never reach the ``_claims`` conditions they describe. The
-kernels below use ``np.maximum``.
+Found on the way: test_records' reductions were written with Python's ``max``, which is
+not a reduction to the engine (``py_max`` is not ``self_update``'s ``np_maximum``): they
+recorded step by step and never reached the ``_claims`` conditions they describe. They,
+and the kernels below, now use ``np.maximum``.
 """
 import numpy as np
 import pytest
