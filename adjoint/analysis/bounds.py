@@ -30,8 +30,8 @@ from sympy.logic.boolalg import BooleanFunction
 
 from ..errors import AdjointError
 from ..sdfg.nodes import (LOAD, ConditionalRegion, Guard, LoopRegion, MapScope, Memlet, Pop,
-                          Push, Sequence, Tasklet, condition_containers, guarded_branches,
-                          index_loads, readable, value_range, walk)
+                          Push, Tasklet, condition_containers, index_loads, readable, regions,
+                          value_range, walk)
 
 INT64 = (-2 ** 63, 2 ** 63 - 1)
 PRODUCTS = "__products"     # in spans: (dimensions of an argument, what their product is below)
@@ -63,7 +63,7 @@ def index_checks(sdfg):
     ints = _Integers(sdfg)
     checks = [IndexCheck((), c, line, m) for c, line, m in sdfg.assumptions
               if not (isinstance(c, Fits) and ints.safe(c, ()))]
-    for condition, line, ctx in _branch_conditions(sdfg.body, ()):
+    for condition, line, ctx in _branch_conditions(sdfg.body):
         if not condition_containers(condition, sdfg.containers) and not ints.safe(condition, ctx):
             checks += ints.fits_check([condition], ctx, line,
                                       f"the condition {readable(condition)}")
@@ -219,22 +219,17 @@ def _operands(condition):
             for side in (rel.lhs, rel.rhs)]
 
 
-def _branch_conditions(region, context):
+def _branch_conditions(body):
     """(condition, line, context) of each branch of every ConditionalRegion, in program
     order; the context as ``walk`` gives it, and the earlier branches not taken."""
-    if isinstance(region, Sequence):
-        for e in region.elements:
-            yield from _branch_conditions(e, context)
-    elif isinstance(region, LoopRegion):
-        yield from _branch_conditions(region.body, context + (region,))
-    elif isinstance(region, ConditionalRegion):
-        earlier = []
-        for (cond, _), (guard, body) in zip(region.branches, guarded_branches(region)):
-            if cond is not None:
-                yield cond, region.line, context + ((Guard(sp.And(*earlier)),) if earlier
-                                                    else ())
-                earlier.append(sp.Not(cond))
-            yield from _branch_conditions(body, context + (guard,))
+    for region, context in regions(body):
+        if isinstance(region, ConditionalRegion):
+            earlier = []
+            for cond, _ in region.branches:
+                if cond is not None:
+                    yield cond, region.line, context + ((Guard(sp.And(*earlier)),) if earlier
+                                                        else ())
+                    earlier.append(sp.Not(cond))
 
 
 def _range_exprs(loop):

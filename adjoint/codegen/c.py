@@ -75,11 +75,6 @@ static inline int64_t sc_trip(int64_t a, int64_t b, int64_t s)
 /* NaN-propagating like np.maximum / np.minimum; unlike fmax/fmin they vectorise */
 static inline double sc_max(double a, double b) { return (a > b || a != a) ? a : b; }
 static inline double sc_min(double a, double b) { return (a < b || a != a) ? a : b; }
-/* Python's max(a, b) / min(a, b): the first of equals, a nan second argument loses */
-static inline double sc_pymax(double a, double b) { return b > a ? b : a; }
-static inline double sc_pymin(double a, double b) { return b < a ? b : a; }
-/* NumPy's power: its square root where the exponent is 0.5 */
-static inline double sc_nppow(double a, double b) { return b == 0.5 ? sqrt(a) : pow(a, b); }
 /* C's pow where GCC would rewrite it (see printer.py) */
 #if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 8
 __attribute__((noipa))
@@ -87,19 +82,6 @@ __attribute__((noipa))
 __attribute__((noinline))
 #endif
 static double sc_pow(double a, double b) { return pow(a, b); }
-/* NumPy's fmax / fmin: a nan loses; the first of equals */
-static inline double sc_fmax(double a, double b) { return (a >= b || b != b) ? a : b; }
-static inline double sc_fmin(double a, double b) { return (a <= b || b != b) ? a : b; }
-/* Python's and NumPy's float // and % (CPython's float_divmod; b == 0 as NumPy) */
-static inline double sc_pymod(double a, double b)
-{ double m = fmod(a, b); if (b == 0) return m;
-  return m ? (((b < 0) != (m < 0)) ? m + b : m) : copysign(0.0, b); }
-static inline double sc_pyfloordiv(double a, double b)
-{ if (b == 0) return a / b;
-  double m = fmod(a, b), d = (a - m) / b;
-  if (m && ((b < 0) != (m < 0))) d -= 1.0;
-  if (!d) return copysign(0.0, a / b);
-  double f = floor(d); return d - f > 0.5 ? f + 1.0 : f; }
 static inline double sc_sign(double x) { return (double)((x > 0) - (x < 0)); }
 /* subgradient convention at kinks: the mean of the one-sided derivatives */
 static inline double sc_heaviside(double x) { return x > 0 ? 1.0 : (x < 0 ? 0.0 : 0.5); }
@@ -134,6 +116,28 @@ BUFFERS = ("const int64_t *restrict sc_syms, void *const *restrict sc_data, "
            "double *restrict sc_tape, int64_t sc_tp, int64_t sc_cap")
 ARGS = BUFFERS + ", const volatile sig_atomic_t *sc_stop"      # an entry point's
 CHECK_SIGNATURE = "int sc_check(const int64_t *restrict sc_syms, int64_t *restrict sc_count)"
+# Python's and NumPy's semantics where C's differ (printer.HELPERS), in both backends'
+# preambles (SC_VALUE: each backend's function qualifier)
+PYTHON_SEMANTICS = r"""/* Python's max(a, b) / min(a, b): the first of equals, a nan second argument loses */
+SC_VALUE double sc_pymax(double a, double b) { return b > a ? b : a; }
+SC_VALUE double sc_pymin(double a, double b) { return b < a ? b : a; }
+/* NumPy's power: its square root where the exponent is 0.5 */
+SC_VALUE double sc_nppow(double a, double b) { return b == 0.5 ? sqrt(a) : pow(a, b); }
+/* NumPy's fmax / fmin: a nan loses; the first of equals */
+SC_VALUE double sc_fmax(double a, double b) { return (a >= b || b != b) ? a : b; }
+SC_VALUE double sc_fmin(double a, double b) { return (a <= b || b != b) ? a : b; }
+/* Python's and NumPy's float // and % (CPython's float_divmod; b == 0 as NumPy) */
+SC_VALUE double sc_pymod(double a, double b)
+{ double m = fmod(a, b); if (b == 0) return m;
+  return m ? (((b < 0) != (m < 0)) ? m + b : m) : copysign(0.0, b); }
+SC_VALUE double sc_pyfloordiv(double a, double b)
+{ if (b == 0) return a / b;
+  double m = fmod(a, b), d = (a - m) / b;
+  if (m && ((b < 0) != (m < 0))) d -= 1.0;
+  if (!d) return copysign(0.0, a / b);
+  double f = floor(d); return d - f > 0.5 ? f + 1.0 : f; }
+"""
+
 # sc_check's arithmetic (CheckPrinter): exact or it sets *o, never wraps nor traps (after
 # the preamble's sc_floordiv and sc_mod; in both backends' preambles)
 CHECKED = r"""static inline int64_t sc_cadd(int64_t a, int64_t b, int *o)
@@ -265,7 +269,8 @@ def generate_module(layout, entries, checks, counted=(), blas=None):
                     for sdfg in entries for _, ctx in walk(sdfg.body) for r in ctx)
     gen = _Generator(layout, unbounded, blas and any(
         True for sdfg in entries for _ in library_nodes(sdfg.body)))
-    head = [PREAMBLE, CHECKED] + ([BLAS_PROTOTYPE.format(blas)] if gen.blas else [])
+    head = [PREAMBLE, "#define SC_VALUE static inline\n" + PYTHON_SEMANTICS, CHECKED] + \
+        ([BLAS_PROTOTYPE.format(blas)] if gen.blas else [])
     head += [f"SC_LOCAL int64_t sc_entry{k}({ARGS});" for k in range(len(entries))]
     parts = [gen.entry(k, sdfg) for k, sdfg in enumerate(entries)]
     parts.append("\n".join([INTERRUPTS, _dispatcher(gen.polls), THREADS,

@@ -101,25 +101,7 @@ SC_HD int64_t sc_trip(int64_t a, int64_t b, int64_t s)
 /* NaN-propagating like np.maximum / np.minimum; unlike fmax/fmin they vectorise */
 SC_HD double sc_max(double a, double b) { return (a > b || a != a) ? a : b; }
 SC_HD double sc_min(double a, double b) { return (a < b || a != a) ? a : b; }
-/* Python's max(a, b) / min(a, b): the first of equals, a nan second argument loses */
-SC_HD double sc_pymax(double a, double b) { return b > a ? b : a; }
-SC_HD double sc_pymin(double a, double b) { return b < a ? b : a; }
-/* NumPy's power: its square root where the exponent is 0.5 */
-SC_HD double sc_nppow(double a, double b) { return b == 0.5 ? sqrt(a) : pow(a, b); }
 SC_HD double sc_pow(double a, double b) { return pow(a, b); }
-/* NumPy's fmax / fmin: a nan loses; the first of equals */
-SC_HD double sc_fmax(double a, double b) { return (a >= b || b != b) ? a : b; }
-SC_HD double sc_fmin(double a, double b) { return (a <= b || b != b) ? a : b; }
-/* Python's and NumPy's float // and % (CPython's float_divmod; b == 0 as NumPy) */
-SC_HD double sc_pymod(double a, double b)
-{ double m = fmod(a, b); if (b == 0) return m;
-  return m ? (((b < 0) != (m < 0)) ? m + b : m) : copysign(0.0, b); }
-SC_HD double sc_pyfloordiv(double a, double b)
-{ if (b == 0) return a / b;
-  double m = fmod(a, b), d = (a - m) / b;
-  if (m && ((b < 0) != (m < 0))) d -= 1.0;
-  if (!d) return copysign(0.0, a / b);
-  double f = floor(d); return d - f > 0.5 ? f + 1.0 : f; }
 SC_HD double sc_sign(double x) { return (double)((x > 0) - (x < 0)); }
 /* subgradient convention at kinks: the mean of the one-sided derivatives */
 SC_HD double sc_heaviside(double x) { return x > 0 ? 1.0 : (x < 0 ? 0.0 : 0.5); }
@@ -310,7 +292,9 @@ extern "C" int sc_memset(void *p, int64_t bytes)
 
 
 def preamble(emulate):
-    """Everything before a module's own code (CHECKED: sc_check's arithmetic, as in C)."""
-    from .c import CHECKED
-    return ((EMULATION if emulate else CUDA) + COMMON + CHECKED
+    """Everything before a module's own code (PYTHON_SEMANTICS and CHECKED, sc_check's
+    arithmetic, as in C)."""
+    from .c import CHECKED, PYTHON_SEMANTICS
+    return ((EMULATION if emulate else CUDA) + COMMON + "#define SC_VALUE SC_HD\n"
+            + PYTHON_SEMANTICS + CHECKED
             + (REDUCE_EMULATION if emulate else REDUCE_CUDA) + KERNELS + MEMORY)

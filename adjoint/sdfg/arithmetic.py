@@ -119,15 +119,18 @@ def logical(kind):
     def build(*args):
         if len(args) == 1 and kind is not sp.Not:
             return args[0]
-        on_data = any(not s.is_integer for a in args for s in a.free_symbols)
-        return kind(*args, evaluate=False) if on_data else kind(*args)
+        return kind(*args, evaluate=False) if _on_data(*args) else kind(*args)
     return build
 
 
 def select(value, condition, other):
     """``value if condition else other`` (``np.where``, masks, flags)."""
-    on_data = any(not s.is_integer for s in condition.free_symbols)
-    return sp.Piecewise((value, condition), (other, True), evaluate=not on_data)
+    return sp.Piecewise((value, condition), (other, True), evaluate=not _on_data(condition))
+
+
+def _on_data(*conditions):
+    """Whether conditions read data (real symbols): then sympy must not decide them."""
+    return any(not s.is_integer for c in conditions for s in c.free_symbols)
 
 
 def nonzero(a):

@@ -293,22 +293,29 @@ def loops(region):
 def walk(region):
     """Yield (node, context) for every dataflow node in program order; the context
     is the tuple of enclosing LoopRegions and Guards, outermost first."""
-    yield from _walk(region, ())
+    for r, context in regions(region):
+        if isinstance(r, State):
+            for node in r.nodes:
+                yield node, context
 
 
-def _walk(region, context):
-    if isinstance(region, State):
-        for node in region.nodes:
-            yield node, context
-    elif isinstance(region, Sequence):
+def regions(region):
+    """Yield (region, context) for ``region`` and every region inside it, in program
+    order, each with the context ``walk`` gives its nodes."""
+    yield from _regions(region, ())
+
+
+def _regions(region, context):
+    yield region, context
+    if isinstance(region, Sequence):
         for element in region.elements:
-            yield from _walk(element, context)
+            yield from _regions(element, context)
     elif isinstance(region, LoopRegion):
-        yield from _walk(region.body, context + (region,))
+        yield from _regions(region.body, context + (region,))
     elif isinstance(region, ConditionalRegion):
         for guard, body in guarded_branches(region):
-            yield from _walk(body, context + (guard,))
-    else:
+            yield from _regions(body, context + (guard,))
+    elif not isinstance(region, State):
         raise TypeError(f"not a region: {region!r}")
 
 
