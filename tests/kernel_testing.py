@@ -115,3 +115,29 @@ def fd_gradient(func, args, index_of, name, h=1e-4):
         e[idx] = 1.0
         out[idx] = fd_directional(func, args, index_of, {name: e}, h)
     return out
+
+
+def check_vjp_and_jvp(k, python, args, rng, rel=1e-7):
+    """vjp and jvp of the kernel ``k`` against central differences of ``python`` (the
+    function run as plain Python) along random directions, for random cotangents on
+    every output the vjp reports (written arrays and the return value)."""
+    from adjoint import jvp, vjp
+    names = arg_names(k)
+    index_of = {n: i for i, n in enumerate(names)}
+    wrt = [n for n, a in zip(names, args) if isinstance(a, (np.ndarray, float))]
+    outs, pullback = vjp(k, *copy_args(args))
+    cot = {n: random_direction(rng, v) for n, v in outs.items()}
+
+    def loss(xs):
+        work = copy_args(xs)
+        values = dict(zip(names, work), **{"return": python(*work)})
+        return sum(inner(c, values[n]) for n, c in cot.items())
+    d = {n: random_direction(rng, args[index_of[n]]) for n in wrt}
+    want = fd_directional(loss, args, index_of, d)
+    atol = fd_atol(loss(args))
+    back = pullback(cot)
+    got = sum(inner(back[n], d[n]) for n in wrt)
+    assert abs(got - want) <= rel * abs(want) + atol, ("vjp", got, want)
+    _, dots = jvp(k, copy_args(args), d)
+    tangent = sum(inner(cot[n], dots[n]) for n in outs)
+    assert abs(tangent - want) <= rel * abs(want) + atol, ("jvp", tangent, want)

@@ -8,9 +8,8 @@ KernelSyntaxError naming the line for the forms that stay unsupported.
 import numpy as np
 import pytest
 
-from adjoint import KernelSyntaxError, float64, jvp, kernel, symbol, vjp
-from kernel_testing import (arg_names, copy_args, fd_atol, fd_directional, inner,
-                            random_direction, rng_for)
+from adjoint import KernelSyntaxError, float64, kernel, symbol
+from kernel_testing import check_vjp_and_jvp, copy_args, rng_for
 
 N = symbol("N")
 M = symbol("M")
@@ -91,33 +90,10 @@ def test_forward_is_bitwise_python(k, make):
         assert np.array_equal(g, w), (g, w)
 
 
-def _loss(k, cot):
-    """<cot, F(args)>, F the kernel run as Python, over the outputs vjp reported."""
-    def f(args):
-        work = copy_args(args)
-        values = dict(zip(arg_names(k), work), **{"return": k.py_func(*work)})
-        return sum(inner(c, values[n]) for n, c in cot.items())
-    return f
-
-
 @pytest.mark.parametrize("k, make", CASES, ids=IDS)
 def test_gradient_and_tangent_match_finite_differences(k, make):
     rng = rng_for(k.__name__, salt="grad")
-    args = make(rng)
-    names = arg_names(k)
-    index_of = {n: i for i, n in enumerate(names)}
-    wrt = [n for n, a in zip(names, args) if isinstance(a, (np.ndarray, float))]
-    outs, pullback = vjp(k, *copy_args(args))
-    cot = {n: random_direction(rng, v) for n, v in outs.items()}
-    f = _loss(k, cot)
-    d = {n: random_direction(rng, args[index_of[n]]) for n in wrt}
-    want = fd_directional(f, args, index_of, d)
-    back = pullback(cot)
-    got = sum(inner(back[n], d[n]) for n in wrt)
-    assert got == pytest.approx(want, rel=1e-7, abs=fd_atol(f(args)))
-    _, dots = jvp(k, copy_args(args), d)
-    tangent = sum(inner(cot[n], dots[n]) for n in outs)
-    assert tangent == pytest.approx(want, rel=1e-7, abs=fd_atol(f(args)))
+    check_vjp_and_jvp(k, k.py_func, make(rng), rng)
 
 
 # ---------------------------------------------------------------------- still refused

@@ -397,12 +397,6 @@ def numpy_annotation(x: np.ones(2)) -> float:                # was: ValueError (
     return 1.0
 
 
-def array_rebound_to_number(x: float64[N]) -> float:        # was: filled the array with 0
-    B = x * 2.0
-    B = 0.0
-    return np.sum(B)
-
-
 def mean_over_nothing(A: float64[N, 0]) -> float:           # was: CompileError ('zoo')
     return np.mean(np.sum(A, axis=0))
 
@@ -445,7 +439,7 @@ def size_divided_by_zero(x: float64[N // 0]) -> float:      # was: CompileError 
 
 
 @pytest.mark.parametrize("func", [string_return_annotation, numpy_annotation,
-                                  array_rebound_to_number, mean_over_nothing, divides_by_zero,
+                                  mean_over_nothing, divides_by_zero,
                                   complex_power, compared_with_complex, zero_over_zero,
                                   integer_division_by_zero,
                                   loop_variable_divisor, huge_integer, size_divided_by_zero],

@@ -191,82 +191,91 @@ def _assign_mask(b, stmt, target, value, op):
 
 
 def assign_name(b, stmt, target, value, op):
-    """``x = array``, ``x op= array``: in place on arrays, new temporaries or views."""
+    """``x = value`` binds the name ``x`` (Python's semantics, see :mod:`.bindings`);
+    ``x op= array`` updates x's array in place."""
     name, binding = target.id, b.ex.scope.get(target.id)
     if isinstance(binding, IntValue):
         return None
-    if isinstance(binding, DataValue) and not binding.container.is_scalar:
-        dest = b.expr(target)
-        if op is None and isinstance(binding, ViewValue):
-            raise b.src.error(target, f"{name!r} is a view of {dest.view.container.name!r}; "
-                                      f"write {name}[...] = ... to update it, or bind the new "
-                                      "array to another name")
-        if op is None and not binding.container.transient:
-            raise b.src.error(target, f"cannot rebind the array argument {name!r}; write "
-                                      f"{name}[...] = ... to update it in place")
-        v = b.expr(value)
-        if op is None and isinstance(binding, MaskValue) != v.boolean:
-            raise b.src.error(target, f"{name!r} changes between a mask and numbers; use "
-                                      "another name")
-        if op is None:                  # Python rebinds the name: the shape must stay
-            _check_no_views(b, target, name, binding.container)
-            if v.rank != len(dest.shape):
-                what = "a number" if not v.rank else f"an array of shape {fmt_shape(v.shape)}"
-                raise b.src.error(target, f"{name!r} is an array of shape "
-                                          f"{fmt_shape(dest.shape)}, and `{_short(stmt)}` "
-                                          f"would make it {what}; write {name}[...] = ... to "
-                                          "fill it, or use another name")
-            for n, m in zip(dest.shape, v.shape):
-                b.agree(stmt, n, m, dest.shape, v.shape, "target and value")
-        return _assign_view(b, stmt, dest, v, op, b.line(stmt))
+    array = isinstance(binding, DataValue) and not binding.container.is_scalar
+    if array and op is not None:
+        return _assign_view(b, stmt, b.expr(target), b.expr(value), op, b.line(stmt))
     v = b.expr(value)
-    if not v.rank:
-        return None
-    return _bind_new(b, stmt, target, v, op, binding)
+    if not v.rank and not array:
+        return None                                 # a number: statements' scalar path
+    if binding is not None and b.kernel.binds.carried(name):
+        return _store_carried(b, stmt, target, binding, v, array)
+    return _bind(b, stmt, target, v, op, binding)
 
 
-def _check_no_views(b, target, name, container):
-    """The engine stores a rebound array in place, so a view of it would see the new
-    values where NumPy's still sees the old array: refuse that instead of answering
-    differently."""
-    views = sorted(n for n, value in b.ex.scope.items() if n != name and
-                   isinstance(value, ViewValue) and value.view.container.name == container.name)
-    if views:
-        raise b.src.error(target, f"{name!r} is bound to a new array here, but {views[0]!r} "
-                                  f"is a view of the old one: NumPy would keep {views[0]!r} "
-                                  f"on the old values, the engine stores {name!r} in place; "
-                                  f"make {views[0]!r} a copy (.copy()) or use another name "
-                                  f"for the new array")
+def _store_carried(b, stmt, target, binding, v, array):
+    """A name bound outside this loop or branch, rebound inside (see :mod:`.bindings`)."""
+    name, binds = target.id, b.kernel.binds
+    if not array:
+        raise b.src.error(target, f"{name!r} holds a single number before this loop or "
+                                  "branch; use another name for the array")
+    binding = binds.revert(b.kernel, name)         # a pending alias ends here
+    dest = b.expr(target)
+    if isinstance(binding, MaskValue) != v.boolean:
+        raise b.src.error(target, f"{name!r} changes between a mask and numbers inside a loop "
+                                  "or branch; use another name")
+    if v.rank != len(dest.shape):
+        what = "a number" if not v.rank else f"an array of shape {fmt_shape(v.shape)}"
+        raise b.src.error(target, f"{name!r} is an array of shape {fmt_shape(dest.shape)} "
+                                  f"before this loop or branch, and `{_short(stmt)}` would make "
+                                  f"it {what}: a name keeps its shape through a loop or a "
+                                  "branch; use another name")
+    for n, m in zip(dest.shape, v.shape):
+        b.agree(stmt, n, m, dest.shape, v.shape, "target and value")
+    line = b.line(stmt)
+    other = binds.named(b.ex.scope, v.view.container.name, name) if v.view is not None else None
+    if other is not None:               # another name for that array, until the block ends
+        binds.alias(b.kernel, name, ViewValue(name, v.view, v.shape, v.boolean,
+                                              tuple(b.kernel.loops)), other, line)
+        return b.ex.prelude
+    before = binds.snapshot(b.kernel, name, binding.container, line)
+    regions = store(b, dest, lambda p, old: number(v.at(p)), line)
+    binds.stores.update(id(r) for r in regions)
+    return b.ex.prelude + before + regions
 
 
-def _bind_new(b, stmt, target, v, op, binding):
+def _bind(b, stmt, target, v, op, binding):
+    """``name = v`` where the name is new or rebound in the region it was bound in."""
     from .statements import RESULT
     name = target.id
     if name == RESULT:
         raise b.src.error(stmt, f"a kernel returns a single number, and this is an array of "
                                 f"shape {fmt_shape(v.shape)}; reduce it (np.sum, ...)")
-    if op is not None or binding is not None:
+    if op is not None:
         raise b.src.error(target, f"{name!r} holds a single number before this line; use "
                                   "another name for the array")
     b.kernel._check_name(target, name)
-    if v.view is not None:
-        if b.state.assignments[name] > 1:
-            raise b.src.error(stmt, f"{name!r} is assigned more than once, and here it would "
-                                    f"be a view of {v.view.container.name!r}; write "
-                                    f"`{name} = {ast.unparse(stmt.value)}.copy()`")
-        b.kernel.containers.pop(name, None)
+    binds = b.kernel.binds
+    fresh = binds.fresh(b.kernel.containers, name) if binding is not None else name
+    if not v.rank:                                  # an array name rebound to a number
+        c = Container(fresh, FLOAT64, (), True)
+        b.kernel.containers[fresh] = c
+        b.ex.scope[name] = DataValue(c)
+        binds.bind(name, fresh)
+        inputs, body = tasklet_body(b.ex, lambda: number(v.at(())))
+        regions = _node(Tasklet(inputs, ((Memlet(fresh, ()), body),), b.line(stmt)), (), (),
+                        b.line(stmt))
+        binds.stores.update(id(r) for r in regions)
+        return b.ex.prelude + regions
+    if v.view is not None:                          # another name for that memory
+        if binding is None:
+            b.kernel.containers.pop(name, None)
         b.ex.scope[name] = ViewValue(name, v.view, v.shape, v.boolean,
                                      tuple(getattr(b.kernel, "loops", ())))
+        binds.bind(name)
         return b.ex.prelude             # e.g. the product a view of its result names
-    return _new_local(b, stmt, name, v)
-
-
-def _new_local(b, stmt, name, v):
-    c = temporary(b, stmt.value, v.shape, None, name)
+    c = temporary(b, stmt.value, v.shape, None, fresh)
     b.ex.scope[name] = (MaskValue if v.boolean else DataValue)(c)
+    binds.bind(name, c.name)
     if v.empty:
         return b.ex.prelude
-    return _assign_view(b, stmt, b.container(c, v.boolean), v, None, b.line(stmt))
+    regions = store(b, b.container(c, v.boolean), lambda p, old: number(v.at(p)), b.line(stmt))
+    binds.stores.update(id(r) for r in regions)
+    return b.ex.prelude + regions
 
 
 def _short(node):

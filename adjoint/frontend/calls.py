@@ -43,7 +43,7 @@ from .array_shapes import ArrayExpr, MaskValue, View, ViewValue, fmt_shape, numb
 from .array_stores import store, tasklet_body, temporary
 from .expressions import DataValue, ExpressionBuilder, IntValue
 from .locals import classify_locals
-from .source import read_source
+from .source import read_source, register_source
 
 FLOAT64 = np.dtype(np.float64)
 
@@ -97,6 +97,33 @@ def callee_of(kernel, node):
 
 
 _KERNELS = weakref.WeakKeyDictionary()      # plain function -> its Kernel
+
+
+def local_function(kernel, node, name):
+    """``def name(...)`` or ``name = lambda ...`` in a kernel's body: a function object
+    of the program (its defaults evaluated now, as Python does), whose source is that
+    node; calls to it are inlined like any plain function's, seeing the names of the
+    body that calls it as a closure does."""
+    src = kernel.src
+    if isinstance(node, ast.Lambda):
+        node = ast.copy_location(ast.FunctionDef(name, node.args, [ast.copy_location(
+            ast.Return(node.body), node.body)], [], None, None), node)
+    elif node.decorator_list:
+        raise src.error(node, f"`def {name}`: decorated functions inside a kernel are not "
+                              "supported; define the function at module level")
+    placed = ast.increment_lineno(copy.deepcopy(node), src.first_line - 1)
+    namespace = dict(src.globals)
+    try:
+        exec(compile(ast.fix_missing_locations(ast.Module([placed], [])), src.filename,
+                     "exec"), namespace)
+    except Exception as exc:                     # a default that reads a local, ...
+        raise src.error(node, f"`def {name}`: {type(exc).__name__}: {exc} (defaults of "
+                              "functions inside a kernel may use only constants and "
+                              "module-level names)") from None
+    func = namespace[name]
+    register_source(func, replace(src, tree=node, renamed=()))
+    kernel.__dict__.setdefault("_closures", {})[func] = kernel.scope   # read at each call
+    return func
 
 
 def _as_kernel(func):
@@ -335,9 +362,8 @@ class _Inliner:
 
     # ---- checks ------------------------------------------------------------------------
     def _check_recursion(self, src):
-        stack = self.kernel.__dict__.setdefault(
-            "_call_stack", [(self.caller.filename, self.caller.first_line)])
-        if (src.filename, src.first_line) in stack:
+        stack = self.kernel.__dict__.setdefault("_call_stack", [_where(self.caller)])
+        if _where(src) in stack:
             raise self.caller.error(self.node, f"`{_short(self.node)}`: {self.name}() calls "
                                                "itself (directly or through other kernels); "
                                                "recursion is not supported: write a loop")
@@ -398,6 +424,12 @@ class _Inliner:
                                                    declared.get(pname), arg, sizes)
         for name, expr in sizes.items():
             scope.setdefault(name, IntValue(expr))
+        enclosing = self.kernel.__dict__.get("_closures", {}).get(self.func)
+        if enclosing is not None:            # defined in a body: it sees that body's names
+            free = {n.id for n in ast.walk(read_source(self.func).tree)
+                    if isinstance(n, ast.Name) and n.id not in renamed}
+            for name in free & set(enclosing):
+                scope.setdefault(name, enclosing[name])
         self.prelude = b.ex.prelude
         return scope
 
@@ -468,7 +500,7 @@ class _Inliner:
     def _lower_body(self, src, scope):
         k = self.kernel
         saved = (k.src, k.scope, getattr(k, "call_roots", set()))
-        k._call_stack.append((src.filename, src.first_line))
+        k._call_stack.append(_where(src))
         assumptions = len(k.arrays.assumptions)
         try:
             k.src, k.scope = src, scope
@@ -480,10 +512,13 @@ class _Inliner:
             k.arrays.count(src.tree)
             stmts = src.tree.body
             ret = stmts[-1] if stmts and isinstance(stmts[-1], ast.Return) else None
-            body = k.block(stmts[:-1] if ret is not None else stmts, top=True)
-            regions, results = [], None
-            if ret is not None and ret.value is not None:
-                regions, results = self._returns(ret)
+            with k.binds.region("call"):            # the parameters are the callee's names
+                for name in scope:
+                    k.binds.bind(name)
+                body = k.block(stmts[:-1] if ret is not None else stmts, top=True)
+                regions, results = [], None
+                if ret is not None and ret.value is not None:
+                    regions, results = self._returns(ret)
             return Sequence(body.elements + tuple(regions)), results
         except KernelSyntaxError as exc:
             raise _called_from(exc, self.name, self.caller, self.line) from None
@@ -511,6 +546,11 @@ class _Inliner:
 
 
 # ---- helpers --------------------------------------------------------------------------------
+def _where(src):
+    """Where a function's ``def`` is (a function defined in a kernel shares its source)."""
+    return src.filename, src.first_line + src.tree.lineno - 1
+
+
 def _rename(tree, params, taken, kernel):
     """A copy of ``tree`` whose parameters and locals have fresh names."""
     tree = copy.deepcopy(tree)

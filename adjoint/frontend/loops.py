@@ -50,21 +50,34 @@ class LoopLowering:
             raise self.src.error(stmt.target, f"loop variable {var!r} shadows an argument, a "
                                               "size or an enclosing loop variable")
         symbol = sp.Symbol(var, integer=True)
+        copies_, copies = self.binds.own_copies(self, stmt.body, self.line(stmt))
         self.scope[var] = IntValue(symbol)
         frame = LoopFrame()
         self.loops.append(frame)
         try:
-            body = self.block(stmt.body)
+            body = self._body(stmt, copies)
         finally:
             del self.scope[var]
             self.loops.pop()
-        return self._loop(frame, symbol, start, stop, step, body, stmt, [])
+        return self._loop(frame, symbol, start, stop, step, body, stmt, copies_)
+
+    def _body(self, stmt, copies, guard=None):
+        """The loop's body, in a frame of its own (see bindings)."""
+        with self.binds.region("loop"):
+            path = self.binds.path
+            body = self.block(stmt.body)
+            if guard is not None:
+                body = guard(body)
+        self.binds.loop_built(body, path)
+        self.binds.check_copies(self.src, copies, [body])
+        return body
 
     def _stmt_While(self, stmt):
         if stmt.orelse:
             raise self.src.error(stmt, "`while ... else` is not supported")
         line = self.line(stmt)
         frame = LoopFrame(brk=self.new_transient("__break"))
+        copies_, copies = self.binds.own_copies(self, stmt.body + [stmt.test], line)
         ex = ExpressionBuilder(self, self.scope)
         cond = ex.condition(stmt.test)
         inputs = tuple((conn, Memlet(d, s)) for (d, s), conn in ex.reads.items())
@@ -73,13 +86,14 @@ class LoopLowering:
                        line)
         self.loops.append(frame)
         try:
-            body = self.unless_jumped(self.block(stmt.body), frame)
+            body = self._body(stmt, copies, lambda body: self.unless_jumped(body, frame))
         finally:
             self.loops.pop()
         body = Sequence(tuple(ex.prelude) + (State((test,), f"while_{line}"), body))
         self._counter += 1
         counter = sp.Symbol(f"__w{self._counter}", integer=True)
-        return self._loop(frame, counter, sp.Integer(0), None, sp.Integer(1), body, stmt, [])
+        return self._loop(frame, counter, sp.Integer(0), None, sp.Integer(1), body, stmt,
+                          copies_)
 
     def _loop(self, frame, var, start, stop, step, body, stmt, before):
         line = self.line(stmt)

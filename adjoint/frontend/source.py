@@ -4,6 +4,7 @@ import hashlib
 import inspect
 import re
 import textwrap
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,7 +35,17 @@ class KernelSource:
         return KernelSyntaxError(message, self.filename, line, col)
 
 
+_REGISTERED = weakref.WeakKeyDictionary()     # function defined in a kernel -> its source
+
+
+def register_source(func, src: KernelSource):
+    """The source of a function made from a kernel's own AST (``def``/``lambda`` in it)."""
+    _REGISTERED[func] = src
+
+
 def read_source(func) -> KernelSource:
+    if func in _REGISTERED:
+        return _REGISTERED[func]
     try:
         lines, first_line = inspect.getsourcelines(func)
     except (OSError, TypeError) as exc:

@@ -1,7 +1,7 @@
 """Python statements -> SDFG control-flow regions and states."""
 import ast
 import copy
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import sympy as sp
@@ -13,8 +13,9 @@ from ..sdfg.nodes import condition_containers, flag_symbol, tasklets, value_rang
 from ..types import ArrayType
 from .arrays import ArrayBuilder, ArrayState
 from .arrays import assign as assign_arrays
-from .calls import (assign_results, call_statement, callee_of, lower_return,
-                    plain_function_hint, store_value, unpack_call)
+from .bindings import Bindings
+from .calls import (assign_results, call_statement, callee_of, local_function,
+                    lower_return, plain_function_hint, store_value, unpack_call)
 from ..sdfg import arithmetic as fp
 from .expressions import DataValue, ExpressionBuilder, IntValue
 from .locals import classify_locals
@@ -42,6 +43,7 @@ class KernelBuilder(LoopLowering):
         self.call_roots = set()     # ids of the calls that are a whole statement's value
         self.arrays = ArrayState(src.tree)
         self.loops = []             # LoopFrame per enclosing loop, innermost last
+        self.binds = Bindings()     # which array each name means (Python's rebinding)
 
     # ---- arguments ------------------------------------------------------------------
     def _bind_arguments(self, types):
@@ -88,6 +90,7 @@ class KernelBuilder(LoopLowering):
     # ---- statements -----------------------------------------------------------------
     def build(self) -> SDFG:
         body = self.block(self.src.tree.body, top=True)
+        self.binds.check_aliases(self.src, body)
         self._check_integer_arrays_are_read_only(body)
         self._check_values_are_real(body)
         return SDFG(self.name, tuple(self.arguments), dict(self.containers),
@@ -132,7 +135,7 @@ class KernelBuilder(LoopLowering):
                                             self.src.filename, t.line, 1)
 
     def block(self, stmts, top=False):
-        elements = []
+        elements, mark = [], self.binds.mark()
         for k, stmt in enumerate(stmts):
             if top and k == 0 and _is_docstring(stmt):
                 continue
@@ -142,6 +145,7 @@ class KernelBuilder(LoopLowering):
             if k + 1 < len(stmts) and self.may_jump(stmt):
                 elements.append(self.unless_jumped(self.block(stmts[k + 1:])))
                 break
+        elements += self.binds.close(self, mark)      # aliases made in this block end
         return Sequence(tuple(elements))
 
     def statement(self, stmt):
@@ -160,14 +164,32 @@ class KernelBuilder(LoopLowering):
         return []
 
     def _stmt_Expr(self, stmt):
+        if isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str):
+            return []                                     # a string used as a comment
         if callee_of(self, stmt.value) is not None:      # other(A, x): inlined
             return call_statement(self, stmt)
         raise self.src.error(stmt, f"expression statement `{_first_line(stmt)}` has no effect "
                                    "in a kernel (calls with side effects such as print are not "
                                    "supported)" + plain_function_hint(self, stmt.value))
 
+    def _stmt_FunctionDef(self, stmt):
+        return self._define(stmt.name, stmt)
+
+    def _define(self, name, node):
+        """A function defined in the body: callable from here on, inlined at each call."""
+        self._check_name(node, name)
+        if name in self.scope:
+            raise self.src.error(node, f"{name!r} names a value before this line; use another "
+                                       "name for the function")
+        func = local_function(self, node, name)
+        self.src = replace(self.src, globals={**self.src.globals, name: func})
+        return []
+
     def _stmt_Assign(self, stmt):
         first, *more = stmt.targets
+        if isinstance(stmt.value, ast.Lambda) and len(stmt.targets) == 1 and \
+                isinstance(first, ast.Name):
+            return self._define(first.id, stmt.value)     # f = lambda x: ...
         if more and not all(isinstance(t, (ast.Name, ast.Subscript)) for t in stmt.targets):
             raise self.src.error(stmt, "a chained assignment `x = y = ...` assigns names or "
                                        "subscripts (no tuples among its targets)")
@@ -270,7 +292,9 @@ class KernelBuilder(LoopLowering):
         rhs = ex.value(value)
         if op is not None:
             rhs = op(ex._read(container.name, subset), rhs)
-        self.scope[container.name] = self.scope.get(container.name, DataValue(container))
+        if isinstance(target, ast.Name) and target.id not in self.scope:
+            self.scope[target.id] = DataValue(container)
+            self.binds.bind(target.id, container.name)
         out = Memlet(container.name, subset)
         inputs = tuple((conn, Memlet(d, s)) for (d, s), conn in ex.reads.items())
         state = State((Tasklet(inputs, ((out, rhs),), stmt.lineno + self.src.first_line - 1),),
@@ -282,9 +306,8 @@ class KernelBuilder(LoopLowering):
         if isinstance(binding, IntValue):
             raise self.src.error(target, f"cannot assign to {target.id!r}: it is a loop "
                                          "variable, a size or an int argument")
-        if isinstance(binding, DataValue) and not binding.container.is_scalar:
-            raise self.src.error(target, f"cannot rebind the array {target.id!r}; assign to "
-                                         f"its elements ({target.id}[i] = ...)")
+        if isinstance(binding, DataValue):
+            return binding.container
         if target.id in self.containers:
             return self.containers[target.id]
         self._check_name(target, target.id)
@@ -301,10 +324,18 @@ class KernelBuilder(LoopLowering):
     def _stmt_If(self, stmt):
         line = stmt.lineno + self.src.first_line - 1
         before, cond = self._test(stmt.test, line)
-        branches = [(cond, self.block(stmt.body))]
+        copies_, copies = self.binds.own_copies(self, stmt.body + stmt.orelse, line)
+        token = self.binds.token()
+        with self.binds.region("if", token, 0):
+            body = self.block(stmt.body)
+            body = Sequence(body.elements + tuple(self.binds.materialize(self, stmt.orelse,
+                                                                         line)))
+            branches = [(cond, body)]
         if stmt.orelse:
-            branches.append((None, self.block(stmt.orelse)))
-        return before + [ConditionalRegion(tuple(branches), line)]
+            with self.binds.region("if", token, 1):
+                branches.append((None, self.block(stmt.orelse)))
+        self.binds.check_copies(self.src, copies, [body for _, body in branches])
+        return before + copies_ + [ConditionalRegion(tuple(branches), line)]
 
     def _test(self, test, line):
         """(states, condition) of a test: an integer condition as it is; a decision on

@@ -1,0 +1,88 @@
+"""The rest of ordinary function bodies: string literals used as comments, functions
+defined in the body (``def``, ``f = lambda ...``), inlined at each call.
+
+Forward results against the function run as plain Python, gradients against central
+differences; what stays unsupported is refused naming the line."""
+import numpy as np
+import pytest
+
+from adjoint import KernelSyntaxError, kernel, vjp
+from kernel_testing import fd_atol, fd_directional, inner, rng_for
+
+
+def commented(u):
+    """The docstring."""
+    s = np.sum(u * u)
+    """A string used as a comment, as real code does."""
+    'another one'
+    return s * 2.0
+
+
+def nested_def(u, c):
+    def smooth(x, w=0.25):          # a default, evaluated when the def runs
+        return w * x[:-2] + (1.0 - 2.0 * w) * x[1:-1] + w * x[2:]
+
+    def energy(x):
+        return np.sum(x * x)
+    v = smooth(u)
+    v = smooth(v, 0.5)
+    return energy(v) * c
+
+
+def lambdas(u):
+    sq = lambda x: x * x                  # noqa: E731
+    shift = lambda x, k: x[k:] - x[:-k]   # noqa: E731
+    return np.sum(sq(shift(u, 2))) + np.sum(sq(u))
+
+
+CASES = [(commented, lambda r: (r.random(6),)),
+         (nested_def, lambda r: (r.random(8), 1.5)),
+         (lambdas, lambda r: (r.random(7),))]
+
+
+@pytest.mark.parametrize("f, make", CASES, ids=[c[0].__name__ for c in CASES])
+def test_forward_and_gradient_as_python(f, make):
+    rng = rng_for(f.__name__)
+    args = make(rng)
+    assert kernel(f)(*args) == pytest.approx(f(*args), rel=1e-14)
+    outs, pullback = vjp(kernel(f), *args)
+    back = pullback({"return": 1.0})
+    d = {"u": rng.standard_normal(args[0].shape)}
+    want = fd_directional(lambda xs: f(*xs), args, {"u": 0}, d)
+    assert inner(back["u"], d["u"]) == pytest.approx(want, rel=1e-7, abs=fd_atol(f(*args)))
+
+
+def closures(u, dt, n):
+    c = 2.0
+    step = lambda x: x + dt * c * (x * x)       # noqa: E731 (reads the body's dt and c)
+
+    def steps(x):
+        for k in range(n):
+            x = step(x)
+        return x
+    return np.sum(steps(u) * u)
+
+
+def test_closures_read_the_enclosing_names():
+    args = (np.linspace(0.1, 0.9, 5), 0.05, 3)
+    assert kernel(closures)(*args) == pytest.approx(closures(*args), rel=1e-14)
+    _, pullback = vjp(kernel(closures), *args)
+    back = pullback({"return": 1.0})
+    d = {"u": np.cos(np.arange(5.0)), "dt": 0.7}
+    want = fd_directional(lambda xs: closures(*xs), args, {"u": 0, "dt": 1}, d)
+    got = inner(back["u"], d["u"]) + back["dt"] * d["dt"]
+    assert got == pytest.approx(want, rel=1e-7, abs=fd_atol(closures(*args)))
+
+
+def decorated_inside(u):
+    @staticmethod
+    def f(x):
+        return x
+    return np.sum(f(u))
+
+
+def test_decorated_local_function_is_refused_naming_the_line():
+    with pytest.raises(KernelSyntaxError, match="decorated functions") as info:
+        kernel(decorated_inside)(np.ones(3))
+    line = decorated_inside.__code__.co_firstlineno + 2
+    assert f"test_function_bodies.py:{line}:" in str(info.value), str(info.value)
