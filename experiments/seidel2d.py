@@ -61,7 +61,7 @@ def first_call(fn, *args):
 def load_engine():
     try:
         import adjoint
-        from models.seidel import seidel2d
+        from simcore.models.seidel import seidel2d
         adjoint.grad, seidel2d.py_func  # noqa: B018  (the API this script needs)
         adjoint.configure(cache_dir=tempfile.mkdtemp(prefix="seidel2d_cache_"))  # cold first calls
         return adjoint, seidel2d

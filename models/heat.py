@@ -47,19 +47,21 @@ class HeatConfig:
     +-``kappa_amplitude`` and width ``kappa_width`` (fraction of the domain), placed by the
     seed; the initial temperature a seeded sum of the lowest ``modes`` x ``modes`` sine modes."""
     name: str = "heat"
-    ny: int = 48
+    ny: int = 48                            # grid points (kappa has ny * nx values)
     nx: int = 48
-    dx: float = 1.0
-    dt: float = 0.15
+    dx: float = 1.0                         # grid spacing [m]
+    dt: float = 0.15                        # time step [s]; stable while 4 dt max(kappa) <= dx^2
     steps: int = 300
     modes: int = 5
-    kappa_background: float = 1.0
+    kappa_background: float = 1.0           # prior mean p_b and first guess [m2 s-1]
     kappa_amplitude: float = 0.4
     kappa_bumps: int = 4
     kappa_width: float = 0.15
     bounds: List[float] = field_of([0.05, 1.6])
-    prior_std: Optional[float] = 0.5
-    smoothness_std: Optional[float] = 0.05
+    prior_std: Optional[float] = 0.5        # sigma_b of kappa at each point
+    smoothness_std: Optional[float] = 0.05  # prior std of kappa differences between neighbours
+    # every 3rd point in each direction (16 x 16 stations) every 30 steps (4.5 s), error
+    # std 0.01 K
     obs: ObsConfig = field_of(ObsConfig(every_k=3, every_m=30, sigma=0.01, noise=True))
 
 
@@ -70,6 +72,7 @@ class Heat(Model):
     Config = HeatConfig
     kernel = heat_steps
     description = "2-D heat diffusion with a diffusivity field kappa(y, x)"
+    tiny = {"ny": 10, "nx": 12, "steps": 24, "obs.every_m": 6, "obs.every_k": 2}
 
     def __init__(self, cfg=None, seed=0):
         super().__init__(cfg, seed)

@@ -68,15 +68,16 @@ class Lorenz96Config:
     steps onto the attractor. ``b_std``/``b_length``: the background error std and its
     Gaussian correlation length (grid points) that task=assimilate uses by default."""
     name: str = "lorenz96"
-    n: int = 40
-    F: float = 8.0
-    dt: float = 0.05
-    steps: int = 20
+    n: int = 40                             # variables on the ring
+    F: float = 8.0                          # forcing (the truth; calibrate estimates it)
+    dt: float = 0.05                        # RK4 time step (0.05 ~ 6 hours)
+    steps: int = 20                         # forward/calibrate/gradcheck: 1 time unit
     spinup: int = 2000
     bounds: List[float] = field_of([0.0, 20.0])
-    prior_std: Optional[float] = 1.0
-    b_std: float = 0.4
-    b_length: float = 0.5
+    prior_std: Optional[float] = 1.0        # sigma_b of F
+    b_std: float = 0.4                      # assimilate: B = b_std^2 C ...
+    b_length: float = 0.5                   # ... C Gaussian of this length, in grid points
+    # all variables every 4 steps (0.2 time units), R = I
     obs: ObsConfig = field_of(ObsConfig(every_k=1, every_m=4, sigma=1.0, noise=True))
 
 
@@ -87,6 +88,7 @@ class Lorenz96(Model):
     Config = Lorenz96Config
     kernel = lorenz96_steps
     description = "Lorenz-96 (RK4) on a ring of n variables with forcing F"
+    tiny = {"steps": 8, "spinup": 200}
 
     def __init__(self, cfg=None, seed=0):
         super().__init__(cfg, seed)

@@ -53,12 +53,14 @@ TRUE_WEIGHTS = [[0.05, 0.10, 0.05],
 class SeidelConfig:
     """``init``: 'random' (seeded uniform, excites every stencil weight) or 'polybench'."""
     name: str = "seidel"
-    n: int = 20
-    steps: int = 10
+    n: int = 20                             # grid points per side
+    steps: int = 10                         # sweeps
     init: str = "random"
-    weights: List[List[float]] = field_of(TRUE_WEIGHTS)
+    weights: List[List[float]] = field_of(TRUE_WEIGHTS)    # the truth of twin experiments
     bounds: List[float] = field_of([-1.0, 1.0])
-    prior_std: Optional[float] = 1.0
+    prior_std: Optional[float] = 1.0        # sigma_b of the weights; None: no prior term
+    # every 2nd point in each direction after every sweep, error std 0.01 (weights the
+    # misfit); a noise-free twin (noise=true adds N(0, sigma^2) noise)
     obs: ObsConfig = field_of(ObsConfig(every_k=2, every_m=1, sigma=0.01, noise=False))
 
 
@@ -69,6 +71,7 @@ class Seidel(Model):
     Config = SeidelConfig
     kernel = seidel2d
     description = "Gauss-Seidel sweeps with a 3x3 weight stencil (PolyBench seidel-2d)"
+    tiny = {"n": 8, "steps": 4}
 
     def dims(self):
         n = int(self.cfg.n)

@@ -11,8 +11,9 @@ from .registry import get_model, known_models, model_class, register
 
 __version__ = "0.1.0"
 
-# imported last: twin pulls in the engine
-from .twin import Observations, Twin, advance  # noqa: E402
+# imported last: chain and twin pull in the engine
+from .chain import advance  # noqa: E402
+from .twin import Observations, Twin  # noqa: E402
 
 __all__ = ["Dim", "Model", "Parameter", "TimeAxis", "Variable", "register", "get_model",
            "known_models", "model_class", "Twin", "Observations", "advance", "SimcoreError",

@@ -7,8 +7,8 @@ The control is v, the state at the window start x0 = x_b + B^(1/2) v (simcore.co
 
 with observations y_j at ``offsets`` steps after the window start, H linear
 (simcore.observation) and R = sigma_o^2 I. The model runs chunk by chunk between
-observation times through the engine (compiled forward; ``vjp`` for the adjoint,
-``jvp`` for the tangent-linear model); no finite differences anywhere.
+observation times through the engine (simcore.chain: compiled forward; ``vjp`` for the
+adjoint, ``jvp`` for the tangent-linear model); no finite differences anywhere.
 
 Two minimisers, both reporting J, J_b, J_o and |grad J| / |grad J_0| per iteration:
 
@@ -23,14 +23,13 @@ Two minimisers, both reporting J, J_b, J_o and |grad J| / |grad J_0| per iterati
 
   each CG iteration one tangent-linear (``jvp``) and one adjoint (pullback) run.
 """
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
-from adjoint import jvp, vjp
-
+from .chain import Chain
 from .covariance import flatten, unflatten
-from .twin import advance
+from .history import History
 
 
 class Window:
@@ -45,7 +44,7 @@ class Window:
         self.chunks = np.diff([0, *self.offsets]).astype(int)   # steps before each time
         if np.any(self.chunks < 0):
             raise ValueError(f"observation offsets must be sorted, got {self.offsets}")
-        self.names = [v.name for v in model.variables()]
+        self.chain = Chain(model, self.chunks)
         self.n_obs = self.y.size
         self.runs = {"forward": 0, "adjoint": 0, "tangent": 0}  # window runs of each model
 
@@ -53,13 +52,17 @@ class Window:
         """x0 = x_b + B^(1/2) v."""
         return self.xb + self.B.sqrt(v)
 
+    def state(self, x) -> dict:
+        """The flat state ``x`` as {variable: array} (a copy)."""
+        return unflatten(self.model, np.array(x, dtype=np.float64))
+
+    def flat(self, state) -> np.ndarray:
+        """The state {variable: array} as one vector (simcore.covariance's order)."""
+        return flatten(self.model, state)
+
     def trajectory(self, x0) -> list:
         """The flat states at the observation times (compiled forward only)."""
-        state, frames = unflatten(self.model, np.array(x0, dtype=np.float64)), []
-        for steps in self.chunks:
-            if steps:
-                advance(self.model, state, self.params, int(steps))
-            frames.append(flatten(self.model, state))
+        frames = self.chain.run(self.state(x0), self.params, self.flat)
         self.runs["forward"] += 1
         return frames
 
@@ -83,28 +86,15 @@ class Window:
 
     def record(self, x0):
         """The flat states at the observation times and each chunk's pullback (or None)."""
-        state, frames, pullbacks = unflatten(self.model, np.array(x0, dtype=np.float64)), [], []
-        for steps in self.chunks:
-            pullback = None
-            if steps:
-                outs, pullback = vjp(self.model.kernel,
-                                     *self.model.kernel_args(state, self.params, int(steps)))
-                state = {n: outs[n] for n in self.names}
-            frames.append(flatten(self.model, state))
-            pullbacks.append(pullback)
+        out = self.chain.record(self.state(x0), self.params, self.flat)
         self.runs["forward"] += 1
-        return frames, pullbacks
+        return out
 
     def pull(self, pullbacks, cotangents) -> np.ndarray:
-        """sum_j M'_j^T c_j: the pullbacks chained backwards, c_j added at time j."""
+        """sum_j M'_j^T c_j: the pullbacks chained backwards, the flat c_j added at time j."""
         self.runs["adjoint"] += 1
-        lam = np.zeros(self.B.size)
-        for pullback, c in zip(reversed(pullbacks), reversed(cotangents)):
-            lam = lam + c
-            if pullback is not None:
-                back = pullback(unflatten(self.model, lam))
-                lam = flatten(self.model, {n: back[n] for n in self.names})
-        return lam
+        _, lam = self.chain.pull(pullbacks, [self.state(c) for c in cotangents])
+        return self.flat(lam)
 
 
 class Linearization:
@@ -113,9 +103,8 @@ class Linearization:
 
     def __init__(self, window: Window, v):
         self.window, self.v = window, np.array(v, dtype=np.float64)
-        x0 = window.initial(self.v)
-        frames, self.pullbacks = window.record(x0)
-        self.starts = [x0, *frames[:-1]]                    # each chunk's initial state
+        self.x0 = window.initial(self.v)
+        frames, self.pullbacks = window.record(self.x0)
         self.innovation = window.y - np.stack([window.H(x) for x in frames])
         r = self.innovation / window.sigma
         self.Jb, self.Jo = 0.5 * float(self.v @ self.v), 0.5 * float(np.sum(r * r))
@@ -123,17 +112,10 @@ class Linearization:
 
     def tl(self, dv) -> np.ndarray:
         """(H M'_j B^(1/2) dv)_j, (times, observations), by forward mode (``jvp``)."""
-        w, model = self.window, self.window.model
-        tangent = unflatten(model, w.B.sqrt(dv))
-        out = []
-        for start, steps in zip(self.starts, w.chunks):
-            if steps:
-                args = model.kernel_args(unflatten(model, start.copy()), w.params, int(steps))
-                _, dots = jvp(model.kernel, args, tangent)
-                tangent = {n: dots[n] for n in w.names}
-            out.append(w.H(flatten(model, tangent)))
+        w = self.window
+        tangents = w.chain.tangent(w.state(self.x0), w.params, {}, w.state(w.B.sqrt(dv)))
         w.runs["tangent"] += 1
-        return np.stack(out)
+        return np.stack([w.H(w.flat(t)) for t in tangents])
 
     def ad(self, obs) -> np.ndarray:
         """B^(1/2)^T sum_j M'_j^T H^T obs_j: the transpose of :meth:`tl` (pullbacks)."""
@@ -145,26 +127,15 @@ class Linearization:
         return dv + self.ad(self.tl(dv) / self.window.sigma ** 2)
 
 
-@dataclass
-class History:
-    """Per iteration: J, J_b, J_o, |grad J| / |grad J_0|, the outer loop (0 for L-BFGS)
-    and whether J is Gauss-Newton's quadratic model (inner iterations) rather than the
-    nonlinear cost (L-BFGS; each outer loop's start; the last entry, at the analysis)."""
-    J: list = field(default_factory=list)
-    Jb: list = field(default_factory=list)
-    Jo: list = field(default_factory=list)
-    grad: list = field(default_factory=list)
-    outer: list = field(default_factory=list)
-    quadratic: list = field(default_factory=list)
+# History columns: J, J_b, J_o, |grad J| / |grad J_0|, the outer loop (0 for L-BFGS) and
+# whether J is Gauss-Newton's quadratic model (inner iterations) rather than the
+# nonlinear cost (L-BFGS; each outer loop's start; the last entry, at the analysis).
+COLUMNS = ("cost", "cost_background", "cost_obs", "grad_norm_rel", "outer_loop", "quadratic")
 
-    def add(self, J, Jb, Jo, grad, outer=0, quadratic=False):
-        for column, value in zip((self.J, self.Jb, self.Jo, self.grad, self.outer),
-                                 (J, Jb, Jo, grad, outer)):
-            column.append(float(value))
-        self.quadratic.append(bool(quadratic))
 
-    def __len__(self):
-        return len(self.J)
+def _report(history, J, Jb, Jo, grad, outer=0, quadratic=False):
+    history.add(cost=J, cost_background=Jb, cost_obs=Jo, grad_norm_rel=grad,
+                outer_loop=outer, quadratic=quadratic)
 
 
 @dataclass
@@ -185,14 +156,14 @@ def lbfgs(window: Window, max_iter=50, gtol=1e-4, memory=10) -> Result:
     problems are small (one window's state) and solved thousands of times, and
     L-BFGS-B's BLAS work costs milliseconds per iteration when BLAS threads compete for
     the cores -- more than the model runs; this loop costs microseconds."""
-    history, pairs = History(), []
+    history, pairs = History(*COLUMNS), []
     v = np.zeros(window.B.size)
     J, Jb, Jo, g = window.cost_and_grad(v)
     g0 = float(np.linalg.norm(g)) or 1.0
-    history.add(J, Jb, Jo, np.linalg.norm(g) / g0)
+    _report(history, J, Jb, Jo, np.linalg.norm(g) / g0)
     message = f"{int(max_iter)} iterations"
     for _ in range(int(max_iter)):
-        if history.grad[-1] < gtol:
+        if history["grad_norm_rel"][-1] < gtol:
             break
         d = -_two_loop(g, pairs)
         if not pairs or float(d @ g) >= 0:               # first step, or a restart
@@ -206,8 +177,8 @@ def lbfgs(window: Window, max_iter=50, gtol=1e-4, memory=10) -> Result:
         if float(s_k @ y_k) > 1e-12 * np.linalg.norm(s_k) * np.linalg.norm(y_k):
             pairs = (pairs + [(s_k, y_k, 1.0 / float(s_k @ y_k))])[-int(memory):]
         v, g = v_new, g_new
-        history.add(J, Jb, Jo, np.linalg.norm(g) / g0)
-    if history.grad[-1] < gtol:
+        _report(history, J, Jb, Jo, np.linalg.norm(g) / g0)
+    if history["grad_norm_rel"][-1] < gtol:
         message = f"|grad J| / |grad J0| < {gtol:g}"
     return Result(v, history, len(history) - 1, message)
 
@@ -247,14 +218,14 @@ def gauss_newton(window: Window, outer_loops=10, max_iter=50, gtol=1e-4) -> Resu
     |grad J| / |grad J_0| < gtol at the start of an outer loop. Each inner loop runs up to
     ``max_iter`` conjugate-gradient iterations on the quadratic cost, until its gradient
     falls below gtol |grad J_0|. (A linear model needs one outer loop.)"""
-    history, v, g0, iterations = History(), np.zeros(window.B.size), None, 0
+    history, v, g0, iterations = History(*COLUMNS), np.zeros(window.B.size), None, 0
     message = f"{int(outer_loops)} outer loops"
     for k in range(int(outer_loops)):
         lin = Linearization(window, v)
         b = -v + lin.ad(lin.innovation / window.sigma ** 2)     # -grad J at dv = 0
         bnorm = float(np.linalg.norm(b))
         g0 = g0 or bnorm or 1.0
-        history.add(lin.J, lin.Jb, lin.Jo, bnorm / g0, k)
+        _report(history, lin.J, lin.Jb, lin.Jo, bnorm / g0, k)
         if bnorm / g0 < gtol:
             message = f"|grad J| / |grad J0| < {gtol:g} after {k} outer loops"
             break
@@ -268,7 +239,7 @@ def gauss_newton(window: Window, outer_loops=10, max_iter=50, gtol=1e-4) -> Resu
             rr, rr_old = float(r @ r), rr
             Jq = lin.J - 0.5 * float(dv @ (b + r))
             Jb = 0.5 * float((v + dv) @ (v + dv))
-            history.add(Jq, Jb, Jq - Jb, np.sqrt(rr) / g0, k, quadratic=True)
+            _report(history, Jq, Jb, Jq - Jb, np.sqrt(rr) / g0, k, quadratic=True)
             iterations += 1
             if np.sqrt(rr) / g0 < gtol:
                 break
@@ -276,5 +247,5 @@ def gauss_newton(window: Window, outer_loops=10, max_iter=50, gtol=1e-4) -> Resu
         v = v + dv
     else:
         J, Jb, Jo, g = window.cost_and_grad(v)
-        history.add(J, Jb, Jo, np.linalg.norm(g) / (g0 or 1.0), int(outer_loops))
+        _report(history, J, Jb, Jo, np.linalg.norm(g) / (g0 or 1.0), int(outer_loops))
     return Result(v, history, iterations, message)

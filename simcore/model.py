@@ -7,6 +7,7 @@ as methods. ``simcore`` does the rest: xarray I/O, observations, costs, gradient
     @register
     class Seidel(Model):
         name, Config, kernel = "seidel", SeidelConfig, seidel2d
+        tiny = {"n": 8, "steps": 4}    # a run of well under a second (the tests use it)
         def dims(self): ...            # [Dim(...)]: grid and parameter dimensions
         def variables(self): ...       # [Variable(...)]: the state the kernel advances
         def parameters(self): ...      # [Parameter(...)]: what calibrate estimates
@@ -115,6 +116,9 @@ class Model:
     Config: ClassVar[type] = None       # structured config dataclass (Hydra group model/)
     kernel: ClassVar = None             # an adjoint.kernel advancing the state nsteps steps
     description: ClassVar[str] = ""
+    # Config values (dotted keys: "obs.every_m") for a run of well under a second: the
+    # framework's tests run every task on every registered model with them.
+    tiny: ClassVar[dict] = {}
 
     def __init__(self, cfg=None, seed: int = 0):
         self.cfg = cfg if cfg is not None else self.Config()

@@ -1,7 +1,8 @@
 """Models by name: ``@register`` a Model subclass, ``get_model("seidel")`` finds it.
 
-Every module of the ``models`` package is imported on first lookup, so a new model
-only needs its module in ``models/`` (and a ``configs/model/<name>.yaml`` for run.py).
+Every module of ``simcore.models`` (the repository's ``models/``) is imported on first
+lookup, so a new model only needs its module there: run.py's ``model=<name>`` is its
+Config dataclass (simcore.config).
 """
 import importlib
 import pkgutil
@@ -25,13 +26,13 @@ def register(cls):
 
 
 def discover():
-    """Import every module of the ``models`` package (each registers its models)."""
+    """Import every module of ``simcore.models`` (each registers its models)."""
     global _discovered
     if _discovered:
         return
-    import models
+    from . import models
     for info in pkgutil.iter_modules(models.__path__):
-        importlib.import_module(f"models.{info.name}")
+        importlib.import_module(f"{models.__name__}.{info.name}")
     _discovered = True
 
 

@@ -6,15 +6,14 @@ M_t runs the model's kernel to observation time t (every ``every_m`` steps); H k
 ``every_k``-th grid point (starting at ``every_k // 2``) of each observed variable. The
 gradient is exact: one forward through the engine's ``vjp`` per chunk of ``every_m``
 steps, then the pullbacks chained backwards, the misfit's cotangent added at each
-observation time. No finite differences anywhere. Steps after the last observation time
-cannot change J and are not run.
+observation time (simcore.chain, as 4D-Var does). No finite differences anywhere. Steps
+after the last observation time cannot change J and are not run.
 """
 from dataclasses import dataclass
 
 import numpy as np
 
-from adjoint import jvp, vjp
-
+from .chain import Chain
 from .errors import ConfigError
 from .prior import prior_cost
 from .state import copy_state
@@ -42,11 +41,6 @@ class Observations:
         return (slice(k // 2, None, k),) * ndim
 
 
-def advance(model, state: dict, params: dict, nsteps: int):
-    """Run the compiled kernel ``nsteps`` steps, updating ``state`` in place."""
-    return model.kernel(*model.kernel_args(state, params, nsteps))
-
-
 class Twin:
     """Observations of the truth of ``model`` and the cost/gradient of parameters against them."""
 
@@ -60,6 +54,7 @@ class Twin:
                               f"{obs.every_m}: no observation time; lower obs.every_m or raise "
                               "steps")
         self.times = obs.every_m * np.arange(1, self.chunks + 1)
+        self.chain = Chain(model, [obs.every_m] * self.chunks)
         self.x0 = model.initial_state()
         self.truth = model.truth()
         self.background = background if background is not None else self.truth
@@ -71,14 +66,21 @@ class Twin:
                     frame[name] = frame[name] + obs.sigma * rng.standard_normal(frame[name].shape)
         self.n_obs = sum(f[v.name].size for f in self.y for v in self.observed)
 
+    def H(self, state) -> dict:
+        """The observed points of ``state`` (copies)."""
+        return {v.name: state[v.name][self.obs.select(state[v.name].ndim)].copy()
+                for v in self.observed}
+
+    def H_T(self, frame) -> dict:
+        """The transpose of :meth:`H`: ``frame`` at the observed points of a zero state."""
+        out = {n: np.zeros(shape) for n, shape in self.chain.shapes.items()}
+        for n, d in frame.items():
+            out[n][self.obs.select(out[n].ndim)] = d
+        return out
+
     def _observe(self, params, x0):
         """H(M_t(p, x0)) at every observation time, by the compiled forward."""
-        state, frames = copy_state(x0), []
-        for _ in range(self.chunks):
-            advance(self.model, state, params, self.obs.every_m)
-            frames.append({v.name: state[v.name][self.obs.select(state[v.name].ndim)].copy()
-                           for v in self.observed})
-        return frames
+        return self.chain.run(copy_state(x0), params, self.H)
 
     def cost(self, params: dict, x0: dict = None):
         """(J, {"obs": J_o, "prior": J_b}) by forward runs only."""
@@ -90,11 +92,11 @@ class Twin:
 
     def cost_and_grad(self, params: dict, x0: dict = None):
         """(J, parts, dJ/dp {name: array}, dJ/dx0 {variable: array}) from the adjoint."""
-        frames, pullbacks = self._record(params, x0)
+        frames, pullbacks = self.chain.record(self.x0 if x0 is None else x0, params, self.H)
         r = [{n: (f[n] - y[n]) / self.obs.sigma for n in f} for f, y in zip(frames, self.y)]
         j_obs = 0.5 * sum(float(np.sum(d * d)) for f in r for d in f.values())
-        gp, gx0 = self._pull(pullbacks, [{n: d / self.obs.sigma for n, d in f.items()}
-                                         for f in r])
+        gp, gx0 = self.chain.pull(pullbacks, [self.H_T({n: d / self.obs.sigma
+                                                        for n, d in f.items()}) for f in r])
         j_b, gb = prior_cost(self.parameters, params, self.background)
         for name in gp:
             gp[name] += gb[name]
@@ -102,50 +104,11 @@ class Twin:
 
     def linearized(self, params: dict, dp: dict, dx0: dict, x0: dict = None) -> list:
         """H(dM_t) for the tangents ``dp``, ``dx0`` at every observation time (forward mode)."""
-        state = copy_state(self.x0 if x0 is None else x0)
-        tangent = {n: dx0[n] for n in self._state_names()}
-        frames = []
-        for _ in self.y:
-            args = self.model.kernel_args(state, params, self.obs.every_m)
-            outs, dots = jvp(self.model.kernel, args, {**dp, **tangent})
-            state = {n: outs[n] for n in tangent}
-            tangent = {n: dots[n] for n in tangent}
-            frames.append({v.name: tangent[v.name][self.obs.select(tangent[v.name].ndim)]
-                           for v in self.observed})
-        return frames
+        return [self.H(t) for t in
+                self.chain.tangent(self.x0 if x0 is None else x0, params, dp, dx0)]
 
     def adjoint(self, params: dict, cotangents: list, x0: dict = None):
         """(dp, dx0) = the transpose of :meth:`linearized` applied to observation-space
         ``cotangents`` (one {variable: array} per observation time)."""
-        _, pullbacks = self._record(params, x0)
-        return self._pull(pullbacks, cotangents)
-
-    def _state_names(self):
-        return [v.name for v in self.model.variables()]
-
-    def _record(self, params, x0):
-        """H(M_t(p, x0)) at every observation time, and each chunk's pullback."""
-        state = copy_state(self.x0 if x0 is None else x0)
-        frames, pullbacks = [], []
-        for _ in self.y:
-            outs, pullback = vjp(self.model.kernel,
-                                 *self.model.kernel_args(state, params, self.obs.every_m))
-            state = {n: outs[n] for n in self._state_names()}
-            frames.append({v.name: state[v.name][self.obs.select(state[v.name].ndim)]
-                           for v in self.observed})
-            pullbacks.append(pullback)
-        return frames, pullbacks
-
-    def _pull(self, pullbacks, cotangents):
-        """Chain the chunks' pullbacks backwards, adding H^T of each time's cotangent."""
-        shapes = self.model.shape
-        lam = {v.name: np.zeros(shapes(v.dims)) for v in self.model.variables()}
-        gp = {p.name: np.zeros(p.value.shape) for p in self.parameters}
-        for pullback, cot in zip(reversed(pullbacks), reversed(cotangents)):
-            for n, d in cot.items():
-                lam[n][self.obs.select(lam[n].ndim)] += d
-            back = pullback(lam)
-            lam = {n: back[n] for n in lam}
-            for name in gp:
-                gp[name] += back[name]
-        return gp, lam
+        _, pullbacks = self.chain.record(self.x0 if x0 is None else x0, params, self.H)
+        return self.chain.pull(pullbacks, [self.H_T(c) for c in cotangents])

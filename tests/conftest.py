@@ -1,7 +1,7 @@
 """Test-session setup for the engine tests.
 
 * The repository root and this folder go on ``sys.path`` (so ``import adjoint``,
-  ``import models`` and ``import corpus`` work without an install).
+  ``import simcore`` and ``import corpus`` work without an install).
 * ``SIMCORE_CACHE_DIR`` points at a fresh temporary folder for the whole session, so
   tests never read or write the user's compile cache and always start cold.  It is set
   when this file is imported -- before any test module imports the engine -- because the

@@ -1,30 +1,30 @@
 """Configuration: every model x task composes, schemas catch misspellings, names resolve.
 
-``TINY`` holds the overrides that make each model run in well under a second; the task
-and model tests import it from here.
+``TINY`` holds each registered model's overrides for a run of well under a second (its
+``Model.tiny``); the task and model tests import it from here, so every test over
+``MODELS`` covers a new model without an edit here.
 """
+import copy
 import os
 import subprocess
 import sys
+import warnings
 from dataclasses import asdict
 
 import pytest
+from hydra.core.config_store import ConfigStore
 from hydra.errors import ConfigCompositionException, MissingConfigException
 from omegaconf import OmegaConf
 
 import simcore
-from simcore.config import RUN_ID, compose
+from simcore.config import CONFIG_DIR, RUN_ID, compose
 from simcore.errors import ConfigError, UnknownModelError
 from simcore.schema import TASK_SCHEMAS
 
-TINY = {
-    "seidel": ["model.n=8", "model.steps=4"],
-    "heat": ["model.ny=10", "model.nx=12", "model.steps=24", "model.obs.every_m=6",
-             "model.obs.every_k=2"],
-    "lorenz96": ["model.steps=8", "model.spinup=200"],
-}
+MODELS = simcore.known_models()
+TINY = {name: [f"model.{k}={v}" for k, v in simcore.model_class(name).tiny.items()]
+        for name in MODELS}
 TINY_TASK = {"assimilate": ["task.cycles=2", "task.burn_in=0"]}    # per task, for every model
-MODELS = sorted(TINY)
 TASKS = sorted(TASK_SCHEMAS)
 
 
@@ -33,8 +33,10 @@ def tiny(model, task, *extra):
                     *TINY_TASK.get(task, []), *extra])
 
 
-def test_every_model_has_tiny_overrides():
-    assert simcore.known_models() == MODELS
+@pytest.mark.parametrize("model", MODELS)
+def test_every_model_declares_tiny_settings(model):
+    """The tests run every task on every model with them: a model must say how to be small."""
+    assert TINY[model], f"model {model!r} declares no `tiny` config values"
 
 
 @pytest.mark.parametrize("model", MODELS)
@@ -50,11 +52,42 @@ def test_every_model_and_task_compose(model, task):
 
 
 @pytest.mark.parametrize("model", MODELS)
-def test_yaml_defaults_equal_the_schema_defaults(model):
-    """configs/model/<name>.yaml restates the Config dataclass: they must not drift."""
+def test_a_model_without_yaml_is_its_config_dataclass(model):
+    """No configs/model/<name>.yaml restates a dataclass: ``model=<name>`` is its defaults."""
+    assert not os.path.exists(os.path.join(CONFIG_DIR, "model", f"{model}.yaml"))
     cfg = compose([f"model={model}"])
-    schema = simcore.model_class(model).Config()
-    assert OmegaConf.to_container(cfg.model) == asdict(schema)
+    assert OmegaConf.to_container(cfg.model) == asdict(simcore.model_class(model).Config())
+    assert OmegaConf.get_type(cfg.model) is simcore.model_class(model).Config
+
+
+@pytest.fixture
+def fresh_model_group(monkeypatch):
+    """Hydra's ConfigStore without the model defaults stored so far (as in a new
+    process), restored after the test."""
+    store = ConfigStore.instance()
+    monkeypatch.setattr(store, "repo", copy.deepcopy(store.repo))
+    store.repo.pop("model", None)
+
+
+def test_a_model_yaml_sets_only_what_differs(tmp_path, fresh_model_group):
+    """configs/model/<name>.yaml extends the schema: its values, the dataclass's others;
+    checked like the defaults, and without Hydra's deprecated schema matching."""
+    configs = tmp_path / "configs"
+    (configs / "model").mkdir(parents=True)
+    for item in os.listdir(CONFIG_DIR):
+        os.symlink(os.path.join(CONFIG_DIR, item), configs / item)
+    (configs / "model" / "lorenz96.yaml").write_text(
+        "defaults:\n  - /schema/model/lorenz96@_here_\n  - _self_\n\nn: 36\n"
+        "obs: {every_m: 2}\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        cfg = compose(["model=lorenz96"], config_dir=str(configs))
+    expected = asdict(simcore.model_class("lorenz96").Config())
+    expected["n"], expected["obs"]["every_m"] = 36, 2
+    assert OmegaConf.to_container(cfg.model) == expected
+    with pytest.raises(ConfigCompositionException) as err:
+        compose(["model=lorenz96", "model.nn=3"], config_dir=str(configs))
+    assert "Key 'nn' not in 'Lorenz96Config'" in str(err.value.__cause__)
 
 
 @pytest.mark.parametrize("task", TASKS)
@@ -93,11 +126,11 @@ def test_forced_unknown_key_fails_before_running(tmp_path):
 def test_unknown_model_lists_the_known_ones():
     with pytest.raises(UnknownModelError) as err:
         simcore.get_model("seidell")
-    assert str(err.value) == "unknown model 'seidell'; known models: heat, lorenz96, seidel"
+    assert str(err.value) == f"unknown model 'seidell'; known models: {', '.join(MODELS)}"
     with pytest.raises(MissingConfigException) as err:
         compose(["model=seidell"])
-    message = str(err.value)
-    assert "\theat\n\tlorenz96\n\tseidel\n" in message and "seidel_schema" not in message
+    options = str(err.value).split("Available options in 'model':\n")[1]
+    assert options.split("Config search path")[0] == "".join(f"\t{m}\n" for m in MODELS)
 
 
 def test_unknown_task_name_is_refused(tmp_path):
@@ -150,3 +183,25 @@ def test_run_py_exits_non_zero_when_a_check_fails(tmp_path, monkeypatch, repo_ro
     with pytest.raises(SystemExit) as exit_:
         run.main()
     assert exit_.value.code == 1
+
+
+def test_the_install_puts_only_adjoint_and_simcore_at_the_top(repo_root):
+    """pyproject's package list and package data, as setuptools reads them: models/ and
+    configs/ install inside simcore (through the links simcore/models, simcore/configs),
+    nothing named ``models`` lands in site-packages, and every config file goes along."""
+    import glob
+    tomllib = pytest.importorskip("tomllib")
+    setuptools = pytest.importorskip("setuptools")
+    tool = tomllib.loads((repo_root / "pyproject.toml").read_text())["tool"]["setuptools"]
+    found = setuptools.find_packages(str(repo_root), include=tool["packages"]["find"]["include"])
+    assert {p.split(".")[0] for p in found} == {"adjoint", "simcore"}
+    assert "simcore.models" in found and "simcore.tasks" in found
+    data = {os.path.relpath(f, repo_root / "simcore")
+            for pattern in tool["package-data"]["simcore"]
+            for f in glob.glob(str(repo_root / "simcore" / pattern), recursive=True)}
+    configs = {os.path.relpath(f, repo_root)
+               for f in glob.glob(str(repo_root / "configs" / "**" / "*"), recursive=True)
+               if os.path.isfile(f)}
+    assert configs and data == configs
+    assert simcore.model_class("seidel").__module__ == "simcore.models.seidel"
+    assert CONFIG_DIR == os.path.join(os.path.dirname(simcore.__file__), "configs")

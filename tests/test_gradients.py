@@ -255,7 +255,7 @@ def seidel_args(rng, n=12, tsteps=4):
 
 
 def test_seidel2d_forward():
-    from models.seidel import polybench_init, polybench_weights, seidel2d
+    from simcore.models.seidel import polybench_init, polybench_weights, seidel2d
     for args in (seidel_args(rng_for("seidel-fwd")),
                  (polybench_init(12), polybench_weights(), 4)):
         want_ret, want = run_reference(seidel2d, args)
@@ -266,7 +266,7 @@ def test_seidel2d_forward():
 
 
 def test_seidel2d_gradient():
-    from models.seidel import seidel2d
+    from simcore.models.seidel import seidel2d
     rng = rng_for("seidel-grad")
     args = seidel_args(rng)
     saved = snapshot(args)
@@ -286,7 +286,7 @@ def test_seidel2d_gradient():
 
 
 def test_seidel2d_vjp():
-    from models.seidel import seidel2d
+    from simcore.models.seidel import seidel2d
     rng = rng_for("seidel-vjp")
     args = seidel_args(rng)
     outs, pullback = vjp(seidel2d, *args)

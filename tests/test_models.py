@@ -123,7 +123,7 @@ def test_control_vector_round_trip_and_bounds():
 
 
 def test_a_model_must_name_its_arrays_like_the_kernel_arguments():
-    from models.seidel import Seidel
+    from simcore.models.seidel import Seidel
 
     class Misnamed(Seidel):
         name = "misnamed"
@@ -136,7 +136,7 @@ def test_a_model_must_name_its_arrays_like_the_kernel_arguments():
 
 
 def test_a_parameter_with_the_wrong_shape_is_refused():
-    from models.seidel import Seidel
+    from simcore.models.seidel import Seidel
 
     class Wrong(Seidel):
         name = "wrong"
@@ -149,7 +149,7 @@ def test_a_parameter_with_the_wrong_shape_is_refused():
 
 
 def test_two_models_cannot_share_a_name():
-    from models.seidel import Seidel
+    from simcore.models.seidel import Seidel
 
     class Other(Model):
         name = "seidel"

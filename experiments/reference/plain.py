@@ -1,6 +1,6 @@
 """The plain-Python seidel2d (the kernel's reference semantics), with or without the engine.
 
-With a working engine this is ``models.seidel``'s own functions (``seidel2d.py_func``).
+With a working engine this is ``simcore.models.seidel``'s own functions (``seidel2d.py_func``).
 Without it, the functions ``seidel2d``, ``polybench_init`` and ``polybench_weights`` are
 taken from models/seidel.py's source (decorators dropped, annotations
 unevaluated, nothing else imported) and
@@ -37,7 +37,7 @@ def _from_source():
 def plain_model():
     """A namespace with plain-Python ``seidel2d``, ``polybench_init``, ``polybench_weights``."""
     try:
-        from models import seidel
+        from simcore.models import seidel
         return types.SimpleNamespace(seidel2d=seidel.seidel2d.py_func, polybench_init=seidel.polybench_init,
                                      polybench_weights=seidel.polybench_weights)
     except Exception:  # the engine (or the framework) does not import yet

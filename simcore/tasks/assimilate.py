@@ -26,14 +26,15 @@ import time
 
 import numpy as np
 
+from ..chain import advance
 from ..checkpoint import open_checkpoint
 from ..covariance import BackgroundCovariance, flatten
 from ..errors import ConfigError
 from ..fourdvar import Window, gauss_newton, lbfgs
 from ..io import write_json
 from ..observation import ObservationOperator
-from ..twin import Observations, advance
-from .assimilate_output import CYCLE_COLUMNS, write_outputs
+from ..twin import Observations
+from .assimilate_output import CYCLE_COLUMNS, ITERATIONS, write_outputs
 
 log = logging.getLogger("simcore")
 
@@ -125,8 +126,7 @@ class Cycles:
     def add(self, row: dict, xb, xa, history, next_background):
         self.table = np.vstack([self.table, [row[c] for c in CYCLE_COLUMNS]])
         self.xb, self.xa = np.vstack([self.xb, xb]), np.vstack([self.xa, xa])
-        its = np.column_stack([history.J, history.Jb, history.Jo, history.grad,
-                               history.outer, history.quadratic])
+        its = np.column_stack([history[c] for c in ITERATIONS])
         self.iterations = np.vstack([self.iterations, its])
         self.counts = np.append(self.counts, len(its))
         self.next_background = next_background
@@ -198,9 +198,10 @@ def analyse(setup, c, xb):
            "rmse_analysis_end": rmse(xb_next, truth[c + 1]),
            "omb_mean": float(omb.mean()), "omb_std": float(omb.std()),
            "oma_mean": float(oma.mean()), "oma_std": float(oma.std()),
-           "cost_initial": h.J[0], "cost_final": h.J[-1], "cost_background": h.Jb[-1],
-           "cost_obs": h.Jo[-1], "chi2": 2.0 * h.J[-1], "n_obs": window.n_obs,
-           "grad_norm_final": h.grad[-1], "iterations": result.iterations,
+           "cost_initial": h["cost"][0], "cost_final": h["cost"][-1],
+           "cost_background": h["cost_background"][-1], "cost_obs": h["cost_obs"][-1],
+           "chi2": 2.0 * h["cost"][-1], "n_obs": window.n_obs,
+           "grad_norm_final": h["grad_norm_rel"][-1], "iterations": result.iterations,
            "forward_runs": window.runs["forward"], "adjoint_runs": window.runs["adjoint"],
            "tangent_runs": window.runs["tangent"], "seconds": time.perf_counter() - start}
     return row, xa, h, xb_next

@@ -22,9 +22,10 @@ import xarray as xr
 from scipy.optimize import minimize
 
 from ..checkpoint import open_checkpoint
+from ..control import Control
+from ..history import History
 from ..io import pyplot, save_figure, write_json, write_netcdf
 from ..state import parameter_dataset
-from ..control import Control
 from ..twin import Observations, Twin
 
 log = logging.getLogger("simcore")
@@ -42,26 +43,6 @@ def first_guess(model, perturbation: float) -> dict:
             guess = np.clip(guess, *p.bounds)
         out[p.name] = guess
     return out
-
-
-class History:
-    """Cost, gradient norm and parameters at the first guess and after every iteration."""
-    COLUMNS = ("cost", "cost_obs", "cost_prior", "grad_norm", "evaluations")
-
-    def __init__(self):
-        self.columns = {c: [] for c in self.COLUMNS}
-        self.params, self.last = [], None
-
-    def add(self, J, parts, gnorm, evaluations, params):
-        for c, value in zip(self.COLUMNS, (J, parts["obs"], parts["prior"], gnorm, evaluations)):
-            self.columns[c].append(value)
-        self.params.append({k: v.copy() for k, v in params.items()})
-
-    def __getitem__(self, column) -> np.ndarray:
-        return np.array(self.columns[column])
-
-    def __len__(self):
-        return len(self.params)
 
 
 class Evaluations:
@@ -122,7 +103,9 @@ def calibrate(run) -> dict:
              "obs.every_m=%d steps, sigma=%g, %s)", control.size, twin.n_obs, obs.every_k,
              obs.every_m, obs.sigma, "noisy" if obs.noise else "noise-free")
 
-    cache, history = {}, History()
+    # per iteration, from the first guess on: the costs and calibration.nc's parameters
+    cache, iterates = {}, []
+    history = History("cost", "cost_obs", "cost_prior", "grad_norm", "evaluations")
     ckpt = open_checkpoint(run)
     evals = Evaluations(ckpt.load())
 
@@ -142,8 +125,10 @@ def calibrate(run) -> dict:
         if not np.array_equal(v, cache["v"]):
             evaluate(v)
         gnorm = cache["gnorm"]
-        history.add(cache["J"], cache["parts"], gnorm, cache["evaluations"], cache["params"])
-        history.last = v.copy()
+        history.add(cost=cache["J"], cost_obs=cache["parts"]["obs"],
+                    cost_prior=cache["parts"]["prior"], grad_norm=gnorm,
+                    evaluations=cache["evaluations"])
+        iterates.append((v.copy(), {k: p.copy() for k, p in cache["params"].items()}))
         it = len(history) - 1
         if evals.replaying:
             return
@@ -162,14 +147,14 @@ def calibrate(run) -> dict:
                             "gtol": float(cfg.gtol), "maxcor": int(cfg.memory),
                             "maxfun": 20 * int(cfg.max_iter)})
     final = control.unpack(res.x)
-    if not np.array_equal(res.x, history.last):
+    if not np.array_equal(res.x, iterates[-1][0]):
         record(res.x)
     log.info("calibrate: %s after %d iterations, %d evaluations of J and grad J (%s)",
              "converged" if res.success else "NOT converged", res.nit,
              history["evaluations"][-1], _message(res))
 
     summary = _summary(run, twin, guess, final, history, res)
-    _write_history(run, twin, guess, history)
+    _write_history(run, twin, guess, history, [p for _, p in iterates])
     if cfg.plot:
         _plots(run, twin, guess, final, history)
     summary["wall_time_s"] = run.elapsed()
@@ -245,7 +230,7 @@ def _message(res):
     return m.decode() if isinstance(m, bytes) else str(m)
 
 
-def _write_history(run, twin, guess, history):
+def _write_history(run, twin, guess, history, params):
     model = run.model
     it = np.arange(len(history))
     dims = ("iteration",)
@@ -261,7 +246,7 @@ def _write_history(run, twin, guess, history):
                          {"units": "1", "long_name": "cost evaluations so far"})},
         coords={"iteration": ("iteration", it, {"units": "1",
                                                 "long_name": "L-BFGS-B iteration"})})
-    stacked = {k: np.stack([p[k] for p in history.params]) for k in guess}
+    stacked = {k: np.stack([p[k] for p in params]) for k in guess}
     ds = xr.merge([ds, parameter_dataset(model, stacked, leading=("iteration", it)),
                    parameter_dataset(model, twin.truth, suffix="_true"),
                    parameter_dataset(model, guess, suffix="_first_guess")])

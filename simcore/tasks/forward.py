@@ -5,9 +5,9 @@ import time
 import numpy as np
 import xarray as xr
 
+from ..chain import advance
 from ..io import write_json, write_netcdf
 from ..state import arrays, parameter_dataset, state_dataset
-from ..twin import advance
 
 log = logging.getLogger("simcore")
 
