@@ -339,10 +339,11 @@ def grad(k: Kernel, wrt, memory_budget=None, policy=None, snapshots=None):
 
 
 def vjp(k: Kernel, *args, memory_budget=None, policy=None, snapshots=None):
-    """``(outputs, pullback)``: outputs maps each written array and ``"return"`` (for a
-    tuple: ``"return0"``, ``"return1"``, ...) to its final value; ``pullback(cotangents)``
-    maps every floating argument to its cotangent at entry, at the values of this call
-    (what it reads of the caller's arrays is copied)."""
+    """``(outputs, pullback)``: outputs maps each written array and ``"return"`` (the
+    returned value, a tuple for a tuple) to its final value; ``pullback(cotangents)``, the
+    cotangents keyed the same way (a tuple's elements also as ``"return0"``,
+    ``"return1"``, ...), maps every floating argument to its cotangent at entry, at the
+    values of this call (what it reads of the caller's arrays is copied)."""
     k = kernel(k)
     spec = k.specialize(args)
     outputs = set(spec.written_arrays) | set(spec.sdfg.returns)
@@ -356,17 +357,50 @@ def vjp(k: Kernel, *args, memory_budget=None, policy=None, snapshots=None):
     containers = {output_key(n): n for n in outputs}
 
     def pullback(cotangents):
+        cotangents = _elements(k, spec, cotangents, "cotangent")
         unknown = set(cotangents) - set(outs)
         if unknown:
             raise ArgumentError(f"cotangents given for {sorted(unknown)}, but the outputs of "
-                                f"{k.__name__}() are {sorted(outs)}")
+                                f"{k.__name__}() are {_output_names(spec)}")
         for n, v in cotangents.items():
             if np.shape(v) != np.shape(outs[n]):
                 raise ArgumentError(f"cotangent for {n!r} has shape {np.shape(v)}, the output "
                                     f"has shape {np.shape(outs[n])}")
         return sweep.reverse({containers[n]: v for n, v in cotangents.items()})
 
-    return outs, pullback
+    return _as_returned(spec, outs), pullback
+
+
+def _output_names(spec):
+    return sorted(spec.written_arrays) + ["return"] * bool(spec.sdfg.returns)
+
+
+def _as_returned(spec, values):
+    """{output: value} with a returned tuple under ``"return"`` (as the kernel returns it)."""
+    if len(spec.sdfg.returns) < 2:
+        return values
+    out = {n: v for n, v in values.items() if n in spec.written_arrays}
+    out["return"] = tuple(values[output_key(n)] for n in spec.sdfg.returns)
+    return out
+
+
+def _elements(k, spec, given, what):
+    """``{"return": (a, b)}`` -> ``{"return0": a, "return1": b}`` (the per-element names,
+    which are accepted too) for a kernel returning a tuple."""
+    given = dict(given)
+    if len(spec.sdfg.returns) < 2 or "return" not in given:
+        return given
+    parts = given.pop("return")
+    names = [output_key(n) for n in spec.sdfg.returns]
+    if not isinstance(parts, (tuple, list)) or len(parts) != len(names):
+        raise ArgumentError(f"{what} for 'return': {k.__name__}() returns a tuple of "
+                            f"{len(names)}; give a tuple of {len(names)} {what}s")
+    twice = sorted(set(names) & set(given))
+    if twice:
+        raise ArgumentError(f"{what}s for 'return' and for {twice}: give the tuple or its "
+                            "elements, not both")
+    given.update(zip(names, parts))
+    return given
 
 
 def jvp(k: Kernel, primals, tangents):
@@ -406,4 +440,4 @@ def jvp(k: Kernel, primals, tangents):
         d = by_name.get(tangent_name(name))
         d = np.zeros_like(by_name[name]) if d is None else d
         dots[key] = spec.returned(name, d, syms)
-    return outs, dots
+    return _as_returned(spec, outs), _as_returned(spec, dots)

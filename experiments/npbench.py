@@ -292,18 +292,22 @@ class Child:
             self.func, self.names, self.args, cast = load(path, info, self.opts.preset)
         except Exception as exc:
             return self.finish(forward="load error", error=failure(exc, path))
-        self.rec.update(float_inputs=[n for n, a in zip(self.names, self.args) if is_float(a)],
-                        float32_cast_to_float64=cast)
+        self.rec["float32_cast_to_float64"] = cast
+        self.measure(info["output_args"])
+
+    def measure(self, declared):
+        """From loaded ``func``, ``names`` and ``args`` on: the original's run, the engine's
+        forward, its gradient and the times (``declared``: arguments that are outputs even
+        where the original leaves them unchanged)."""
+        self.rec["float_inputs"] = [n for n, a in zip(self.names, self.args) if is_float(a)]
         self.save("numpy")
         try:
             self.ref_args = copies(self.args)
             self.ref = self.func(*self.ref_args)
         except Exception as exc:
-            return self.finish(forward="numpy error", error=failure(exc, path))
-        self.expected = float_outputs(self.names, self.args, self.ref, self.ref_args,
-                                      info["output_args"])
+            return self.finish(forward="numpy error", error=failure(exc, self.opts.path))
+        self.expected = float_outputs(self.names, self.args, self.ref, self.ref_args, declared)
         self.rec["differentiable"] = bool(self.rec["float_inputs"] and self.expected)
-        self.kernel = adjoint.kernel(self.func)
         if not self.forward():
             return self.finish()
         timed_fns = [self.func, self.kernel]
@@ -323,6 +327,7 @@ class Child:
         self.save("forward")
         got_args = copies(self.args)
         try:
+            self.kernel = self.adjoint.kernel(self.func)
             with every_core():
                 got, self.first_fwd, _ = timed(self.kernel, *got_args)
         except Exception as exc:
@@ -385,10 +390,17 @@ def run_child(opts, name, tmp):
     record = os.path.join(tmp, f"{name}.json")
     cmd = [sys.executable, __file__, opts.path, "--child", name, "--record", record,
            "--preset", opts.preset, "--repeats", str(opts.repeats), "--budget", str(opts.budget)]
+    return run_recorded(cmd, record, opts.timeout,
+                        {"name": name, "set": "AD" if name in AD_SET else "other"})
+
+
+def run_recorded(cmd, record, timeout, first):
+    """The record the child ``cmd`` saved at ``record`` (``first`` where it saved none), with
+    its crash or timeout (after ``timeout`` seconds) and the stage it was in."""
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)    # its compilers die with it on a timeout
     try:
-        log, _ = proc.communicate(timeout=opts.timeout)
+        log, _ = proc.communicate(timeout=timeout)
         outcome = None if proc.returncode == 0 else f"crashed (exit {proc.returncode})"
         if proc.returncode < 0:
             outcome = f"crashed ({signal.Signals(-proc.returncode).name})"
@@ -398,9 +410,9 @@ def run_child(opts, name, tmp):
         except ProcessLookupError:
             pass
         log, _ = proc.communicate()
-        outcome = f"timeout ({opts.timeout:g} s)"
+        outcome = f"timeout ({timeout:g} s)"
     rec = json.loads(pathlib.Path(record).read_text()) if os.path.exists(record) else \
-        {"name": name, "set": "AD" if name in AD_SET else "other", "stage": "start"}
+        {**first, "stage": "start"}
     if outcome:
         stage = rec.pop("stage", "?")
         rec.update(crash={"outcome": outcome, "stage": stage, "log_tail": (log or "")[-1500:]})

@@ -12,8 +12,8 @@ from math import gamma
 import numpy as np
 import pytest
 
-from adjoint import (AdjointError, BoundsError, KernelSyntaxError, float32, float64, grad,
-                     jvp, kernel, symbol, value_and_grad, vjp)
+from adjoint import (AdjointError, ArgumentError, BoundsError, KernelSyntaxError, float32,
+                     float64, grad, jvp, kernel, symbol, value_and_grad, vjp)
 from kernel_testing import (arg_names, assert_arrays_close, assert_close_scalar, copy_args,
                             fd_atol, fd_directional, inner, random_direction, rng_for,
                             run_reference)
@@ -327,9 +327,17 @@ def test_vjp_of_tuple_return_matches_finite_differences():
     rng = rng_for("vjp tuple")
     u, c = rng.random(6), 0.3
     outs, pullback = vjp(step_and_energy, u, c)
-    assert set(outs) == {"return0", "return1"}
+    assert set(outs) == {"return"} and len(outs["return"]) == 2
+    v, e = step_and_energy.py_func(u.copy(), c)
+    assert_arrays_close(outs["return"][0], v, 1e-14)
     cot = {"return0": rng.standard_normal(6), "return1": 0.7}
-    back = pullback(cot)
+    back = pullback({"return": (cot["return0"], cot["return1"])})
+    by_name = pullback(cot)                     # the elements' names are aliases
+    assert all(np.array_equal(back[n], by_name[n]) for n in back)
+    with pytest.raises(ArgumentError, match="a tuple of 2"):
+        pullback({"return": cot["return0"]})
+    with pytest.raises(ArgumentError, match="not both"):
+        pullback({"return": (cot["return0"], 0.7), "return1": 0.7})
 
     def phi(args):
         v, e = step_and_energy.py_func(*copy_args(args))
@@ -364,11 +372,11 @@ def test_jvp_of_tuple_return_is_consistent_with_vjp():
     u, c = rng.random(6), 0.3
     tangents = {"u": rng.standard_normal(6), "c": 0.5}
     outs, dots = jvp(step_and_energy, (u, c), tangents)
-    assert set(dots) == {"return0", "return1"} and dots["return0"].shape == (6,)
+    assert set(dots) == {"return"} and dots["return"][0].shape == (6,)
     _, pullback = vjp(step_and_energy, u, c)
-    cot = {"return0": rng.standard_normal(6), "return1": -0.4}
-    back = pullback(cot)
-    forward = inner(cot["return0"], dots["return0"]) + cot["return1"] * dots["return1"]
+    cot = (rng.standard_normal(6), -0.4)
+    back = pullback({"return": cot})
+    forward = inner(cot[0], dots["return"][0]) + cot[1] * dots["return"][1]
     reverse = inner(back["u"], tangents["u"]) + back["c"] * tangents["c"]
     assert_close_scalar(forward, reverse, 1e-12)
 
