@@ -14,6 +14,7 @@ from .errors import AdjointError, ArgumentError, BoundsError
 from .options import target
 from .sweep import Sweep
 from .frontend import RESULT, declared_types, read_source, type_of_value
+from .frontend.source import refuse_unreadable, with_defaults
 from .runtime.arguments import bind
 from .runtime.memory import BufferPool, HostMemory, on_device
 from .sdfg import to_text
@@ -23,31 +24,60 @@ class Kernel:
     """A compiled kernel. Calling it behaves like the Python function (in place)."""
 
     def __init__(self, func):
+        refuse_unreadable(func)
         functools.update_wrapper(self, func)
         self.py_func = functools.wraps(func)(functools.partial(_run_as_python, func))
         self._declared = declared_types(func)
+        self._parameters = tuple(inspect.signature(func).parameters.values())
         self._source = None
         self._specs = {}
 
-    def __call__(self, *args):
+    def __call__(self, *args, **kwargs):
+        args = self.positional(args, kwargs)
         spec = self.specialize(args)
         syms, values = bind(spec.sdfg, args, spec.written_arrays)
         return spec.call(values, syms)
 
-    def specialize(self, args) -> "Specialization":
-        """The compiled forward for the types of ``args`` (annotations where given)."""
+    def positional(self, args, kwargs):
+        """``args`` and keyword arguments as Python binds them, in parameter order up to
+        the last one given (defaults fill the gaps)."""
+        if not kwargs:
+            return tuple(args)
+        try:
+            given = inspect.signature(self.__wrapped__).bind(*args, **kwargs)
+        except TypeError as exc:
+            raise ArgumentError(f"{self.__name__}(): {exc}") from None
         names = list(self._declared)
-        if len(args) != len(names):
-            raise ArgumentError(f"{self.__name__}() takes {len(names)} arguments "
-                                f"({', '.join(names)}), got {len(args)}")
+        last = max(names.index(n) for n in given.arguments)
+        given.apply_defaults()
+        return tuple(given.arguments[n] for n in names[:last + 1])
+
+    def specialize(self, args) -> "Specialization":
+        """The compiled forward for the types of ``args`` (annotations where given); the
+        parameters after them take their default values, constants of the specialisation."""
+        defaults = self._defaults(args)
+        names = list(self._declared)[:len(args)]
         types = {n: self._declared[n] or type_of_value(n, v) for n, v in zip(names, args)}
-        key = (target(),) + tuple((n, _type_key(t)) for n, t in types.items())
+        key = (target(),) + tuple((n, _type_key(t)) for n, t in types.items()) + \
+            tuple((n, "=", type(v).__name__, repr(v)) for n, v in defaults.items())
         if key not in self._specs:
             if self._source is None:
                 self._source = read_source(self.__wrapped__)
-            fwd = pipeline.lower_forward(self._source, self.__name__, types)
+            src = with_defaults(self._source, defaults) if defaults else self._source
+            fwd = pipeline.lower_forward(src, self.__name__, types)
             self._specs[key] = Specialization(fwd)
         return self._specs[key]
+
+    def _defaults(self, args):
+        """{parameter: default value} of the parameters ``args`` leaves out."""
+        params = self._parameters
+        required = sum(p.default is p.empty for p in params)
+        if not required <= len(args) <= len(params):
+            names = ", ".join(p.name for p in params)
+            count = f"{required} to {len(params)}" if required < len(params) else len(params)
+            raise ArgumentError(f"{self.__name__}() takes {count} arguments ({names}), "
+                                f"got {len(args)}")
+        return {p.name: p.default for p in params[len(args):]}
 
     def explain(self, *args) -> str:
         """The SDFG, its index proofs and, per derivative compiled so far, what is recorded."""
@@ -356,17 +386,27 @@ def vjp(k: Kernel, *args, memory_budget=None, policy=None, snapshots=None):
         outs[output_key(n)] = value.copy() if isinstance(value, np.ndarray) else value
     containers = {output_key(n): n for n in outputs}
 
+    # An array argument the kernel only reads is an output too, equal to its input: its
+    # cotangent goes to its gradient unchanged.
+    unchanged = {a.name: np.shape(v) for a, v in zip(spec.sdfg.arguments, args)
+                 if a.kind == "array" and a.name in spec.floating and a.name not in outs}
+
     def pullback(cotangents):
         cotangents = _elements(k, spec, cotangents, "cotangent")
-        unknown = set(cotangents) - set(outs)
+        unknown = set(cotangents) - set(outs) - set(unchanged)
         if unknown:
             raise ArgumentError(f"cotangents given for {sorted(unknown)}, but the outputs of "
-                                f"{k.__name__}() are {_output_names(spec)}")
+                                f"{k.__name__}() are {_output_names(spec)} (and the arrays "
+                                f"it only reads, {sorted(unchanged)})")
         for n, v in cotangents.items():
-            if np.shape(v) != np.shape(outs[n]):
+            want = np.shape(outs[n]) if n in outs else unchanged[n]
+            if np.shape(v) != want:
                 raise ArgumentError(f"cotangent for {n!r} has shape {np.shape(v)}, the output "
-                                    f"has shape {np.shape(outs[n])}")
-        return sweep.reverse({containers[n]: v for n, v in cotangents.items()})
+                                    f"has shape {want}")
+        back = sweep.reverse({containers[n]: v for n, v in cotangents.items() if n in outs})
+        for n in set(cotangents) & set(unchanged):
+            back[n] = back[n] + np.asarray(cotangents[n], dtype=np.float64)
+        return back
 
     return _as_returned(spec, outs), pullback
 

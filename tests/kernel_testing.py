@@ -49,6 +49,8 @@ def run_reference(kernel, args):
 
 
 def random_direction(rng, value):
+    if isinstance(value, tuple):                 # a returned tuple
+        return tuple(random_direction(rng, v) for v in value)
     if isinstance(value, np.ndarray):
         return rng.standard_normal(value.shape)
     return float(rng.standard_normal())
@@ -80,7 +82,10 @@ def fd_atol(f0, h=1e-4):
 
 
 def inner(a, b):
-    """<a, b> for arrays (any dtype, summed in float64) or scalars."""
+    """<a, b> for arrays (any dtype, summed in float64), scalars or tuples of them."""
+    if isinstance(a, tuple) or isinstance(b, tuple):
+        assert len(a) == len(b), f"tuples of {len(a)} and {len(b)}"
+        return sum(inner(x, y) for x, y in zip(a, b))
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         a = np.asarray(a, dtype=np.float64)
         b = np.asarray(b, dtype=np.float64)

@@ -228,3 +228,20 @@ def test_unfollowable_aliasing_is_refused_naming_the_line(f, message, offset):
         kernel(f)(*args)
     line = f.__code__.co_firstlineno + offset
     assert f"test_bindings.py:{line}:" in str(info.value), str(info.value)
+
+
+def sibling_loops(d, out):       # NPBench vadv: a view in one loop, a new array in the next
+    for k in range(1):
+        col = d[:, k]
+        out[:, k] = col * 2.0
+    for k in range(1, d.shape[1]):
+        col = d[:, k] - out[:, k - 1]
+        out[:, k] = col * 0.5
+
+
+def test_a_name_of_an_ended_loop_is_free_in_the_next():
+    d = np.arange(12.0).reshape(3, 4)
+    got, want = np.zeros((3, 4)), np.zeros((3, 4))
+    kernel(sibling_loops)(d.copy(), got)
+    sibling_loops(d.copy(), want)
+    assert np.array_equal(got, want)

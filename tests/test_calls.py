@@ -624,3 +624,23 @@ def test_declared_sizes_that_differ_are_checked_per_call():
         caller(np.ones((3, 4)))
     assert f":{marker_line(caller, '# CALL')}:" in str(info.value)
     assert "square_only" in str(info.value)
+
+
+@kernel
+def reads_b(L: float64[N, N], b: float64[N], x: float64[N]):
+    for i in range(N):
+        x[i] = (b[i] - L[i, :i] @ x[:i]) / L[i, i]
+
+
+def test_cotangent_of_an_array_the_kernel_only_reads_is_its_own():
+    rng = rng_for("read-only output")
+    L = np.tril(rng.random((4, 4))) + 2.0 * np.eye(4)
+    b, x = rng.random(4), np.zeros(4)
+    outs, pullback = vjp(reads_b, L, b, x)
+    assert set(outs) == {"x"}
+    cx, cb = rng.standard_normal(4), rng.standard_normal(4)
+    both, alone = pullback({"x": cx, "b": cb}), pullback({"x": cx})
+    assert_arrays_close(both["b"], alone["b"] + cb, 1e-14)
+    assert_arrays_close(both["L"], alone["L"], 1e-14)
+    with pytest.raises(ArgumentError, match="only reads"):
+        pullback({"y": cx})

@@ -125,7 +125,7 @@ def bad_output(A: float64[3, 3]) -> float:
     return np.sum(np.einsum("ij->iq", A))
 
 
-@pytest.mark.parametrize("func,message", [(bad_operands, "one or two operands"),
+@pytest.mark.parametrize("func,message", [(bad_operands, "one subscript per operand"),
                                           (bad_ellipsis, "no ellipsis"),
                                           (bad_output, "from the inputs")])
 def test_einsum_errors_name_the_problem(func, message):

@@ -136,6 +136,8 @@ SC_VALUE double sc_pyfloordiv(double a, double b)
   if (m && ((b < 0) != (m < 0))) d -= 1.0;
   if (!d) return copysign(0.0, a / b);
   double f = floor(d); return d - f > 0.5 ? f + 1.0 : f; }
+/* NumPy's sign: nan stays nan, both zeros give 0.0 */
+SC_VALUE double sc_npsign(double a) { return a != a ? a : (double)((a > 0) - (a < 0)); }
 """
 
 # sc_check's arithmetic (CheckPrinter): exact or it sets *o, never wraps nor traps (after

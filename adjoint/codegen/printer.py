@@ -183,7 +183,8 @@ class CPrinter(C99CodePrinter):
 # Python's and NumPy's functions of sdfg/arithmetic.py: C helpers of both preambles.
 HELPERS = {fp.py_max: "sc_pymax", fp.py_min: "sc_pymin", fp.np_maximum: "sc_max",
            fp.np_minimum: "sc_min", fp.np_fmax: "sc_fmax", fp.np_fmin: "sc_fmin",
-           fp.np_power: "sc_nppow", fp.py_floordiv: "sc_pyfloordiv", fp.py_mod: "sc_pymod"}
+           fp.np_power: "sc_nppow", fp.py_floordiv: "sc_pyfloordiv", fp.py_mod: "sc_pymod",
+           fp.np_sign: "sc_npsign", fp.np_fmod: "fmod", fp.np_hypot: "hypot"}
 
 
 def _negated(term):

@@ -12,14 +12,38 @@ import numpy as np
 import sympy as sp
 
 from .array_reductions import mean, reduction, variance
-from .array_shapes import (ArrayExpr, broadcast_to, constant, flip, fmt_shape, number,
-                           reshape, same_size, transpose, truth, volume, without_view)
+from .array_shapes import (ArrayExpr, broadcast_to, constant, flip, fmt_shape, number, remap,
+                           reshape, same_size, subscript, transpose, truth, volume,
+                           without_view)
+from .array_stores import store, temporary
+from .functions import floordiv, python_mod
 from ..analysis.bounds import Fits
+from ..sdfg import LoopRegion, Sequence
 from ..sdfg import arithmetic as fp
 from ..sdfg.arithmetic import BINARY, UNARY
 
 EXTRA_UNARY = {"square": lambda x: fp.power(x, sp.Integer(2)), "negative": fp.neg,
                "reciprocal": lambda x: fp.power(x, sp.Integer(-1), array=True)}
+# Binary ufuncs as np.<name>(x1, x2) and np.<name>.outer(a, b): (function of two elements,
+# how elements enter it, whether the result is a mask); the rest of BINARY on numbers.
+UFUNCS = {"add": (fp.add, number, False), "subtract": (fp.sub, number, False),
+          "multiply": (fp.mul, number, False), "divide": (fp.div, number, False),
+          "true_divide": (fp.div, number, False),
+          "logical_and": (fp.logical(sp.And), truth, True),
+          "logical_or": (fp.logical(sp.Or), truth, True),
+          "logical_xor": (fp.logical(sp.Xor), truth, True),
+          "less": (fp.relation(sp.Lt), number, True),
+          "less_equal": (fp.relation(sp.Le), number, True),
+          "greater": (fp.relation(sp.Gt), number, True),
+          "greater_equal": (fp.relation(sp.Ge), number, True),
+          "equal": (fp.relation(sp.Eq), number, True),
+          "not_equal": (fp.relation(sp.Ne), number, True)}
+UFUNCS.update({name: (fp.ARRAY_POWER if name in ("power", "pow") else fn, number, False)
+               for name, fn in BINARY.items()})
+# ufunc.reduce / ufunc.accumulate: the reduction and the scan each stands for
+UFUNC_REDUCE = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min"}
+UFUNC_SCAN = {"add": fp.add, "multiply": fp.mul, "maximum": BINARY["maximum"],
+              "minimum": BINARY["minimum"]}
 SCALAR_BUILTINS = {"min": "np.minimum or np.min", "max": "np.maximum or np.max",
                    "sum": "np.sum", "float": "the array itself"}
 VARARGS = tuple(f"_{k}" for k in range(8))     # x.transpose(1, 0), x.reshape(N, M)
@@ -32,6 +56,8 @@ def call(b, node):
         module = b.ex._module(func.value)
         if module is np:
             return _numpy(b, node, func.attr)
+        if ufunc_method(b.ex, func):
+            return _ufunc_method(b, node, func.value.attr, func.attr)
         if module is math:
             return _scalar_only(b, node, f"math.{func.attr}", f"np.{func.attr}")
         if func.attr in METHODS:
@@ -54,11 +80,54 @@ def _numpy(b, node, name):
     if fn is not None:
         args = bind(b, node, node.args, ("x",))
         return b.combine(node, fn, [_required(b, node, args, "x")])
-    if name in BINARY:
+    if name == "logical_not":
+        args = bind(b, node, node.args, ("x",))
+        return b.combine(node, fp.logical(sp.Not), [_required(b, node, args, "x")], truth, True)
+    if name in UFUNCS:
         args = bind(b, node, node.args, ("x1", "x2"))
-        fn = fp.ARRAY_POWER if name == "power" else BINARY[name]
-        return b.combine(node, fn, [_required(b, node, args, k) for k in ("x1", "x2")])
+        fn, convert, boolean = UFUNCS[name]
+        return b.combine(node, fn, [_required(b, node, args, k) for k in ("x1", "x2")],
+                         convert, boolean)
     return None
+
+
+def ufunc_method(ex, func):
+    """Whether ``func`` is ``np.<ufunc>.outer/reduce/accumulate``."""
+    return isinstance(func.value, ast.Attribute) and ex._module(func.value.value) is np \
+        and func.attr in ("outer", "reduce", "accumulate")
+
+
+def on_numbers(ex, func):
+    """Whether a call of ``func`` in a scalar expression is evaluated here: the ufuncs
+    that sdfg.arithmetic's scalar functions lack, and ufunc methods."""
+    if not isinstance(func, ast.Attribute):
+        return False
+    if ex._module(func.value) is np:
+        return func.attr == "logical_not" or func.attr in UFUNCS and func.attr not in BINARY
+    return ufunc_method(ex, func)
+
+
+def _ufunc_method(b, node, name, method):
+    what = f"np.{name}.{method}"
+    table = UFUNCS if method == "outer" else UFUNC_REDUCE if method == "reduce" else UFUNC_SCAN
+    if name not in table:
+        raise b.src.error(node, f"`{what}` is not supported; {method} works for "
+                                f"np.{'/'.join(sorted(table))}")
+    if method == "outer":
+        args = bind(b, node, node.args, ("A", "B"))
+        x, y = (b.expr(_required(b, node, args, k)) for k in ("A", "B"))
+        fn, convert, boolean = table[name]
+
+        def at(index):
+            return fn(convert(x.at(index[:x.rank])), convert(y.at(index[x.rank:])))
+        return ArrayExpr(x.shape + y.shape, at, boolean)
+    args = bind(b, node, node.args, ("array", "axis"), ("keepdims",) * (method == "reduce"))
+    a = b.expr(_required(b, node, args, "array"))
+    axis = args.get("axis", ast.Constant(0))           # NumPy's default here: the first axis
+    if method == "reduce":
+        return reduction(b, node, table[name], a, _axes(b, axis, a.rank),
+                         _flag(b, args, "keepdims"))
+    return _scan(b, node, a, _one_axis(b, axis, a.rank, node), table[name])
 
 
 def _scalar_only(b, node, what, instead):
@@ -315,7 +384,8 @@ def _flip(axis_default):
 
 def _reshape(b, node, args):
     a = b.expr(_required(b, node, args, "a"))
-    shape = list(_shape(b, _required(b, node, args, "newshape")))
+    shape = list(_shape(b, _required(b, node, args, "shape" if "shape" in args else
+                                     "newshape")))
     return _reshaped(b, node, a, shape)
 
 
@@ -369,6 +439,354 @@ def _einsum(b, node, args):
     return einsum(b, node, spec.value, [b.expr(args[k]) for k in VARARGS if k in args])
 
 
+def _one_axis(b, node, rank, call_node):
+    """The single axis ``node`` names (None stays None: the flattened array)."""
+    if node is None or isinstance(node, ast.Constant) and node.value is None:
+        return None
+    axes = _axes(b, node, rank)
+    if len(axes) != 1:
+        raise b.src.error(call_node, f"`{ast.unparse(call_node)}` takes one axis")
+    return axes[0]
+
+
+def _along(expr, axis, item):
+    """``expr`` with ``item`` (normalised, see array_shapes.subscript) on ``axis``."""
+    items = [("slice", sp.Integer(0), 1, n) for n in expr.shape]
+    items[axis] = item
+    return subscript(expr, items)
+
+
+def _flat(b, node, a):
+    return a if a.rank == 1 else _reshaped(b, node, a, [sp.Integer(-1)])
+
+
+# ---- index maps: roll, diff, triangles ----------------------------------------------------
+def _roll(b, node, args):
+    """Element ``q`` of ``np.roll(a, s, axis)`` is ``a[(q - s) % n]`` along the axis; no
+    axis: the flattened array rolled and shaped back. A copy, as NumPy's."""
+    a = b.expr(_required(b, node, args, "a"))
+    shifts = [b.ex.index(n, "a shift") for n in _items(_required(b, node, args, "shift"))]
+    axis = args.get("axis")
+    if axis is None or isinstance(axis, ast.Constant) and axis.value is None:
+        if len(shifts) != 1:
+            raise b.src.error(node, f"`{ast.unparse(node)}`: several shifts need as many axes")
+        return _reshaped(b, node, _rolled(_flat(b, node, a), {0: shifts[0]}), list(a.shape))
+    axes = [_constant_int(b, n) for n in _items(axis)]
+    if len(shifts) == 1:
+        shifts = shifts * len(axes)
+    if len(shifts) != len(axes):
+        raise b.src.error(node, f"`{ast.unparse(node)}`: {len(shifts)} shifts for "
+                                f"{len(axes)} axes")
+    by_axis = {}
+    for k, shift in zip(axes, shifts):
+        if not -a.rank <= k < a.rank:
+            raise b.src.error(node, f"axis {k} is out of range for an array of {a.rank} "
+                                    "dimensions")
+        by_axis[k % a.rank] = by_axis.get(k % a.rank, sp.Integer(0)) + shift
+    return _rolled(a, by_axis)
+
+
+def _rolled(a, shifts):
+    def old_index(q):
+        return tuple(python_mod(i - shifts[k], n) if shifts.get(k, 0) != 0 else i
+                     for k, (i, n) in enumerate(zip(q, a.shape)))
+    return remap(a, a.shape, old_index, keep_view=False)
+
+
+def _items(node):
+    return node.elts if isinstance(node, (ast.Tuple, ast.List)) else [node]
+
+
+def _diff(b, node, args):
+    """``a[1:] - a[:-1]`` along the axis, ``n`` times (masks: ``!=``)."""
+    a = b.expr(_required(b, node, args, "a"))
+    times = _constant_int(b, args["n"]) if "n" in args else 1
+    if times < 0:
+        raise b.src.error(node, f"`{ast.unparse(node)}`: the order n must not be negative")
+    if not a.rank:
+        raise b.src.error(node, f"`{ast.unparse(node)}` needs an array of at least one "
+                                "dimension")
+    axis = _one_axis(b, args.get("axis", ast.Constant(-1)), a.rank, node)
+    for _ in range(times):
+        n = a.shape[axis] - 1
+        parts = [_along(a, axis, ("slice", sp.Integer(start), 1, n)) for start in (1, 0)]
+        a = b.combine(node, fp.logical(sp.Xor), parts, truth, True) if a.boolean else \
+            b.combine(node, fp.sub, parts)
+    return a
+
+
+def _triangle(lower):
+    def handler(b, node, args):
+        a = b.expr(_required(b, node, args, "m"))
+        if a.rank < 2:
+            raise b.src.error(node, f"`{ast.unparse(node)}` needs an array of at least two "
+                                    "dimensions")
+        k = b.ex.index(args["k"], "a diagonal offset") if "k" in args else sp.Integer(0)
+        keep = sp.Le if lower else sp.Ge
+
+        def at(index):
+            i, j = index[-2:]
+            return fp.select(number(a.at(index)), keep(j - i, k), sp.Integer(0))
+        return ArrayExpr(a.shape, at)
+    return handler
+
+
+# ---- scans: cumsum, cumprod, ufunc.accumulate ---------------------------------------------
+def _cumulative(combine):
+    def handler(b, node, args):
+        a = b.expr(_required(b, node, args, "a"))
+        _check_dtype(b, args)
+        axis = _one_axis(b, args.get("axis"), a.rank, node)
+        return _scan(b, node, a, axis, combine)
+    return handler
+
+
+def _scan(b, node, a, axis, combine):
+    """NumPy's accumulate: ``out[0] = a[0]``, ``out[k] = combine(out[k - 1], a[k])`` along
+    ``axis``, one element after the other as NumPy adds (bitwise); None: of the flattened
+    array. Lazy like a reduction: a transient filled by a loop in the statement's prelude
+    the first time an element is read."""
+    if axis is None or not a.rank:
+        a, axis = _flat(b, node, a) if a.rank else _reshaped(b, node, a, [sp.Integer(1)]), 0
+    filled = []
+
+    def at(index):
+        if not filled:
+            filled.append(_fill_scan(b, node, a, axis, combine))
+        return b.ex._read(filled[0].name, tuple(index))
+    return ArrayExpr(a.shape, at)
+
+
+def _fill_scan(b, node, a, axis, combine):
+    line = b.line(node)
+    out = b.container(temporary(b, node, a.shape, "__scan"))
+    k0, k = b.state.fresh("s", 2)
+    n, one = a.shape[axis], sp.Integer(1)
+    first = _along(a, axis, ("index", k0))      # k0 in range(min(n, 1)): none if empty
+    copy = store(b, _along(out, axis, ("index", k0)), lambda p, old: number(first.at(p)), line)
+    before, this = _along(out, axis, ("index", k - 1)), _along(a, axis, ("index", k))
+    body = store(b, _along(out, axis, ("index", k)),
+                 lambda p, old: combine(before.at(p), number(this.at(p))), line)
+    b.ex.prelude.append(Sequence((
+        LoopRegion(k0, sp.Integer(0), sp.Min(n, one), one, Sequence(tuple(copy)), line),
+        LoopRegion(k, one, n, one, Sequence(tuple(body)), line))))
+    return out.view.container
+
+
+# ---- joins: concatenate, stack, np.array([...]) -------------------------------------------
+def _parts(b, node, seq):
+    """The ArrayExprs of a sequence written in the call (``(a, b)``, ``[a, b]``)."""
+    if not isinstance(seq, (ast.Tuple, ast.List)) or not seq.elts:
+        raise b.src.error(node, f"`{ast.unparse(node)}`: write the arrays to join as a tuple "
+                                "or list in the call (`(a, b)`)")
+    if any(isinstance(e, ast.Starred) for e in seq.elts):
+        raise b.src.error(node, f"`{ast.unparse(node)}`: starred arrays cannot be joined; "
+                                "list them")
+    return [_literal(b, node, e) for e in seq.elts]
+
+
+def _literal(b, node, item):
+    """A nested list or tuple of numbers and arrays (``np.array([[a, b], [c, d]])``)
+    stacked along a new first axis; anything else its value."""
+    if isinstance(item, (ast.Tuple, ast.List)):
+        return _stacked(b, node, _parts(b, node, item), 0)
+    return b.expr(item)
+
+
+def _joined(b, node, parts, axis):
+    """The parts, one after the other along ``axis``, in a transient filled (lazily, as a
+    reduction's) by one store per part: reading a part's elements only where they lie."""
+    rank = parts[0].rank
+    if not rank or any(p.rank != rank for p in parts):
+        raise b.src.error(node, f"`{ast.unparse(node)}`: the arrays to join need the same "
+                                "number of dimensions, at least one (shapes "
+                                f"{', '.join(fmt_shape(p.shape) for p in parts)})")
+    if not -rank <= axis < rank:
+        raise b.src.error(node, f"axis {axis} is out of range for arrays of {rank} dimensions")
+    axis %= rank
+    for p in parts[1:]:
+        for k in range(rank):
+            if k != axis:
+                b.agree(node, parts[0].shape[k], p.shape[k], parts[0].shape, p.shape,
+                        "arrays joined")
+    shape = list(parts[0].shape)
+    shape[axis] = sp.Add(*(p.shape[axis] for p in parts))
+    filled = []
+
+    def at(index):
+        if not filled:
+            filled.append(_fill_join(b, node, parts, axis, tuple(shape)))
+        return b.ex._read(filled[0].name, tuple(index))
+    return ArrayExpr(tuple(shape), at)
+
+
+def _fill_join(b, node, parts, axis, shape):
+    line = b.line(node)
+    out = b.container(temporary(b, node, shape, "__join"))
+    offset = sp.Integer(0)
+    for p in parts:
+        n = p.shape[axis]
+        b.ex.prelude += store(b, _along(out, axis, ("slice", offset, 1, n)),
+                              lambda q, old, p=p: number(p.at(q)), line)
+        offset += n
+    return out.view.container
+
+
+def _stacked(b, node, parts, axis):
+    """``np.stack``: the parts (of one shape) along a new axis."""
+    rank = parts[0].rank + 1
+    if not -rank <= axis < rank:
+        raise b.src.error(node, f"axis {axis} is out of range for a stack of {rank} "
+                                "dimensions")
+    axis %= rank
+    for p in parts[1:]:
+        if p.rank != parts[0].rank:
+            raise b.src.error(node, f"`{ast.unparse(node)}`: the arrays to stack need one "
+                                    f"shape, not {fmt_shape(parts[0].shape)} and "
+                                    f"{fmt_shape(p.shape)}")
+    return _joined(b, node, [_new_axis(p, axis) for p in parts], axis)
+
+
+def _new_axis(p, axis):
+    items = [("slice", sp.Integer(0), 1, n) for n in p.shape]
+    return subscript(p, items[:axis] + [("new",)] + items[axis:])
+
+
+def _concatenate(b, node, args):
+    _check_dtype(b, args)
+    parts = _parts(b, node, _required(b, node, args, "arrays"))
+    axis = args.get("axis", ast.Constant(0))
+    if isinstance(axis, ast.Constant) and axis.value is None:
+        return _joined(b, node, [_flat(b, node, p) for p in parts], 0)
+    return _joined(b, node, parts, _constant_int(b, axis))
+
+
+def _stack(b, node, args):
+    _check_dtype(b, args)
+    parts = _parts(b, node, _required(b, node, args, "arrays"))
+    return _stacked(b, node, parts, _constant_int(b, args["axis"]) if "axis" in args else 0)
+
+
+def _hstack(b, node, args):
+    _check_dtype(b, args)
+    parts = [_at_least(b, node, p, 1) for p in
+             _parts(b, node, _required(b, node, args, "tup"))]
+    return _joined(b, node, parts, 0 if parts[0].rank == 1 else 1)
+
+
+def _vstack(b, node, args):
+    _check_dtype(b, args)
+    parts = [_at_least(b, node, p, 2) for p in
+             _parts(b, node, _required(b, node, args, "tup"))]
+    return _joined(b, node, parts, 0)
+
+
+def _at_least(b, node, p, rank):
+    """``np.atleast_1d`` / ``atleast_2d``: new axes in front (a vector becomes a row)."""
+    while p.rank < rank:
+        p = _new_axis(p, 0)
+    return p
+
+
+def _array(copy):
+    """``np.array(x)``: a copy (``np.asarray``: ``x`` itself, a view stays one); of a
+    list or tuple (nested), its elements stacked."""
+    def handler(b, node, args):
+        a = _required(b, node, args, "object" if copy else "a")
+        _check_dtype(b, args)
+        if isinstance(a, (ast.Tuple, ast.List)):
+            return _literal(b, node, a)
+        return without_view(b.expr(a)) if copy else b.expr(a)
+    return handler
+
+
+# ---- ranges: arange, linspace -------------------------------------------------------------
+def _arange(b, node, args):
+    """``np.arange``: integer bounds make integer elements ``start + k * step`` (constant
+    step); float bounds must be constants, and the elements are NumPy's
+    ``start + k * ((start + step) - start)`` (``start + step`` the second)."""
+    _check_dtype(b, args)
+    given = [args.get(k) for k in ("start", "stop", "step")]
+    if given[1] is None:                                    # np.arange(stop)
+        given = [None, given[0], given[2]]
+    start, stop, step = given
+    if stop is None:
+        raise b.src.error(node, f"`{ast.unparse(node)}` needs the argument 'stop'")
+    numbers = [_float_constant(n) for n in given]
+    if any(isinstance(v, float) for v in numbers):
+        return _float_arange(b, node, [d if n is None else v
+                                       for n, v, d in zip(given, numbers, (0, None, 1))])
+    start = sp.Integer(0) if start is None else b.ex.index(start, "an arange bound")
+    stop = b.ex.index(stop, "an arange bound")
+    step = sp.Integer(1) if step is None else b.ex.index(step, "an arange step")
+    if not step.is_Integer or step == 0:
+        raise b.src.error(node, f"`{ast.unparse(node)}`: the step must be a constant integer "
+                                "other than zero")
+    length = floordiv(stop - start + step - (1 if step > 0 else -1), step)
+    length = sp.Max(0, length) if not length.is_number else sp.Integer(max(0, int(length)))
+    _check_sizes(b, node, (length,))
+    return ArrayExpr((length,), lambda index: start + step * index[0])
+
+
+def _float_constant(node):
+    """The number a constant (or its negation) is, or None."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        v = _float_constant(node.operand)
+        return None if v is None else -v if isinstance(node.op, ast.USub) else v
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) \
+            and not isinstance(node.value, bool):
+        return node.value
+    return None
+
+
+def _float_arange(b, node, values):
+    if any(v is None for v in values):
+        raise b.src.error(node, f"`{ast.unparse(node)}`: with float bounds the length "
+                                "depends on their values, so they must be constants; use "
+                                "integer bounds (np.arange(n) * dx) or np.linspace")
+    start, stop, step = (float(v) for v in values)
+    if step == 0:
+        raise b.src.error(node, f"`{ast.unparse(node)}`: the step must not be zero")
+    length = len(np.arange(start, stop, step))
+    second = start + step
+    delta = second - start
+
+    def at(index):
+        k = index[0]
+        rest = fp.add(sp.Float(start), fp.mul(k, sp.Float(delta)))
+        return fp.select(sp.Float(start), sp.Eq(k, 0),
+                         fp.select(sp.Float(second), sp.Eq(k, 1), rest))
+    return ArrayExpr((sp.Integer(length),), at)
+
+
+def _linspace(b, node, args):
+    """NumPy's linspace, operation for operation: ``k * step + start`` with ``step = (stop
+    - start) / div``, ``(k / div) * delta + start`` where the step is zero, ``stop`` last."""
+    _check_dtype(b, args)
+    if _flag(b, args, "retstep"):
+        raise b.src.error(node, f"`{ast.unparse(node)}`: retstep=True returns a tuple; "
+                                "compute the step as (stop - start) / (num - 1)")
+    if "axis" in args and _constant_int(b, args["axis"]) != 0:
+        raise b.src.error(node, f"`{ast.unparse(node)}`: start and stop are numbers, so the "
+                                "only axis is 0")
+    lo, hi = (_scalar(b, _required(b, node, args, k)) for k in ("start", "stop"))
+    num = b.ex.index(args["num"], "a number of samples") if "num" in args else sp.Integer(50)
+    endpoint = _flag(b, args, "endpoint", True)
+    div = num - 1 if endpoint else num
+    _check_sizes(b, node, (num,))
+
+    def at(index):
+        k, start, stop = index[0], number(lo.at(())), number(hi.at(()))
+        delta = fp.sub(stop, start)
+        step = fp.div(delta, div)
+        spaced = fp.select(fp.mul(fp.div(k, div), delta), fp.relation(sp.Eq)(step, 0),
+                           fp.mul(k, step))
+        value = fp.add(fp.select(spaced, sp.Gt(div, 0), fp.mul(k, delta)), start)
+        return fp.select(stop, sp.And(sp.Eq(k, num - 1), sp.Gt(num, 1)), value) \
+            if endpoint else value
+    return ArrayExpr((num,), at)
+
+
 # ---- reductions ---------------------------------------------------------------------------
 def _reduce(kind):
     def handler(b, node, args):
@@ -404,15 +822,30 @@ NUMPY = {
     "float64": (_scalar_type, ("x",), ()),
     "double": (_scalar_type, ("x",), ()),
     "float32": (_scalar_type, ("x",), ()),
+    "ndarray": (_filled(0, empty=True), ("shape", "dtype"), ()),
     "copy": (_copy, ("a",), ()),
-    "array": (_copy, ("a", "dtype"), ()),
+    "array": (_array(True), ("object", "dtype"), ()),
+    "asarray": (_array(False), ("a", "dtype"), ()),
+    "arange": (_arange, ("start", "stop", "step", "dtype"), ()),
+    "linspace": (_linspace, ("start", "stop", "num", "endpoint", "retstep", "dtype", "axis"),
+                 ()),
+    "concatenate": (_concatenate, ("arrays", "axis"), ("dtype",)),
+    "stack": (_stack, ("arrays", "axis"), ("dtype",)),
+    "hstack": (_hstack, ("tup",), ("dtype",)),
+    "vstack": (_vstack, ("tup",), ("dtype",)),
+    "roll": (_roll, ("a", "shift", "axis"), ()),
+    "diff": (_diff, ("a", "n", "axis"), ()),
+    "triu": (_triangle(False), ("m", "k"), ()),
+    "tril": (_triangle(True), ("m", "k"), ()),
+    "cumsum": (_cumulative(fp.add), ("a", "axis", "dtype"), ()),
+    "cumprod": (_cumulative(fp.mul), ("a", "axis", "dtype"), ()),
     "where": (_where, ("condition", "x", "y"), ()),
     "clip": (_clip, ("a", "a_min", "a_max"), ()),
     "transpose": (_transpose, ("a", "axes"), ()),
     "flip": (_flip(None), ("m", "axis"), ()),
     "flipud": (_flip(0), ("m",), ()),
     "fliplr": (_flip(1), ("m",), ()),
-    "reshape": (_reshape, ("a", "newshape"), ()),
+    "reshape": (_reshape, ("a", "newshape"), ("shape",)),
     "ravel": (_ravel, ("a",), ()),
     "sum": (_reduce("sum"), REDUCE_ARGS, ("keepdims",)),
     "prod": (_reduce("prod"), REDUCE_ARGS, ("keepdims",)),
@@ -440,4 +873,6 @@ METHODS.update({
     "ravel": (_ravel, ("a",), ()),
     "dot": (_matmul, ("a", "b"), ()),
     "flatten": (lambda b, node, args: without_view(_ravel(b, node, args)), ("a",), ()),
+    "cumsum": (_cumulative(fp.add), ("a", "axis", "dtype"), ()),
+    "cumprod": (_cumulative(fp.mul), ("a", "axis", "dtype"), ()),
 })

@@ -1,37 +1,121 @@
-"""``@``, ``np.dot``, ``np.matmul``, ``.dot``: matrix products as MatMul library nodes;
-``np.outer`` and ``np.einsum`` (products summed over dropped indices, BLAS when the
-contraction is a matrix product).
+"""``@``, ``np.dot``, ``np.matmul``, ``.dot``: matrix products as MatMul library nodes
+or as loops; ``np.outer`` and ``np.einsum`` (products summed over dropped indices, BLAS
+when the contraction is a matrix product).
 
-Operands that are whole float64 containers (or the transpose of one) are used in
-place; anything else (slices, expressions, float32) is first stored into a float64
-temporary. The product goes into a new transient that the rest of the statement
-reads. NumPy's rules for 1-D operands: a left vector is a row, a right vector a
-column, and the result drops that axis (vector @ vector is a number).
+A product of 1-D and 2-D operands whose sizes are known on entry is a MatMul (BLAS):
+operands that are whole float64 containers (or the transpose of one) are used in
+place, anything else (slices, expressions, float32) is first stored into a float64
+temporary, and the product goes into a new transient that the rest of the statement
+reads. A stack of matrices times one matrix (``(..., m, k) @ (k, n)``) is one MatMul
+too, the stack's rows taken as one matrix's. Everything else is a *contraction*, a
+``wcr="sum"`` map over the operands' elements in place (no copies): a dot product
+(vector @ vector: a loop, which vectorises; a call would gain nothing), operands
+whose sizes depend on loop variables (``A[i, :j] @ A[:j, j]``: the sum is a loop over
+``j`` elements) and batched products with a stack on the right. NumPy's rules: a left
+vector is a row, a right vector a column, and the result drops that axis (vector @
+vector is a number); batch axes broadcast.
 """
+import ast
+
+import sympy as sp
+
 from ..sdfg import MatMul, State
 from ..sdfg import arithmetic as fp
-from .array_shapes import AXES, ONE, ArrayExpr, fmt_shape, transpose
+from .array_shapes import (AXES, ONE, ArrayExpr, broadcast_to, fmt_shape, number, reshape,
+                           transpose)
 from .array_stores import store, temporary
 
 
 def matmul(b, node, left, right):
-    if not (1 <= left.rank <= 2 and 1 <= right.rank <= 2):
+    if not (left.rank and right.rank):
         raise b.src.error(node, f"matrix product of shapes {fmt_shape(left.shape)} and "
-                                f"{fmt_shape(right.shape)}: only 1-D and 2-D operands are "
-                                "supported (batched products: write the loop)")
+                                f"{fmt_shape(right.shape)}: operands must be arrays (for a "
+                                "number, multiply with *)")
+    if max(left.rank, right.rank) > 2 and _is_dot(node):
+        raise b.src.error(node, f"np.dot of shapes {fmt_shape(left.shape)} and "
+                                f"{fmt_shape(right.shape)}: for arrays of more than two "
+                                "dimensions write @ or np.matmul (a stack of products) or "
+                                "np.einsum (np.dot's sum over the last and second-to-last "
+                                "axes)")
+    b.agree(node, left.shape[-1], right.shape[-2 if right.rank > 1 else -1], left.shape,
+            right.shape)
+    if left.rank == right.rank == 1 or not _known_on_entry(b, left.shape + right.shape) \
+            or right.rank > 2:
+        return contraction(b, node, left, right)
+    if left.rank > 2:
+        return _stacked(b, node, left, right)
     a, a_dims, trans_a = _operand(b, node, left, column=False)
     c, c_dims, trans_c = _operand(b, node, right, column=True)
-    m, k = (a_dims[1], a_dims[0]) if trans_a else a_dims
-    k2, n = (c_dims[1], c_dims[0]) if trans_c else c_dims
-    b.agree(node, k, k2, left.shape, right.shape)
+    m = a_dims[1] if trans_a else a_dims[0]
+    n = c_dims[0] if trans_c else c_dims[1]
     shape = (m,) * (left.rank == 2) + (n,) * (right.rank == 2)
-    out = temporary(b, node, shape, "__matmul") if shape else b.kernel.new_transient("__dot")
-    node_ = MatMul(out.name, (m, n), a, a_dims, c, c_dims, trans_a, trans_c,
-                   line=b.line(node))
-    b.ex.prelude.append(State((node_,), f"matmul_{b.line(node)}"))
-    if not shape:
-        return ArrayExpr((), lambda index: b.ex._read(out.name, ()))
+    return _product(b, node, shape, (m, n), (a, a_dims, trans_a), (c, c_dims, trans_c))
+
+
+def _product(b, node, shape, dims, a, c):
+    """``a @ c`` (each (name, dims, transposed)) into a new transient of ``shape``."""
+    out = temporary(b, node, shape, "__matmul")
+    product = MatMul(out.name, dims, a[0], a[1], c[0], c[1], a[2], c[2], line=b.line(node))
+    b.ex.prelude.append(State((product,), f"matmul_{b.line(node)}"))
     return b.container(out)
+
+
+def _stacked(b, node, left, right):
+    """``(..., m, k) @ (k, n)`` (or ``@ (k,)``) as one MatMul: in C order the stack's
+    rows are the rows of one ``(... * m, k)`` matrix, used in place when ``left`` is a
+    whole container in its own order (``np.reshape(A, (NR, NQ, 1, NP))``)."""
+    rows, k = _count(left.shape[:-1]), _count(left.shape[-1:])
+    a = left.view.container.name if _in_order(b, left) else _copy(b, node, left).name
+    c, c_dims, trans_c = _operand(b, node, right, column=True)
+    n = c_dims[0] if trans_c else c_dims[1]
+    shape = left.shape[:-1] + (n,) * (right.rank == 2)
+    return _product(b, node, shape, (rows, n), (a, (rows, k), False), (c, c_dims, trans_c))
+
+
+def _count(sizes):
+    """The number of elements of a shape (a size below zero counts as 0, as allocated)."""
+    return sp.Mul(*(sp.Max(0, n) for n in sizes))
+
+
+def _in_order(b, value):
+    """Whether ``value`` is all of a float64 container's elements in C order (the whole
+    container, perhaps reshaped)."""
+    view = value.view
+    if view is None or view.container.dtype.name != "float64" or \
+            sp.simplify(_count(value.shape) - view.container.volume()) != 0:
+        return False
+    return reshape(b.container(view.container), value.shape).view == view
+
+
+def contraction(b, node, left, right):
+    """``sum_k left[..., m, k] * right[..., k, n]`` as a sum reduction over ``k``: a map
+    over (batch, m, k, n) in that order, so that the innermost loop runs along rows of
+    ``right`` and of the result (C order), and a matrix-vector product's along ``left``'s."""
+    batch = b.broadcast_shape(node, [left.shape[:-2], right.shape[:-2]])
+    nb, m, n = len(batch), int(left.rank > 1), int(right.rank > 1)
+    if m:
+        left = broadcast_to(left, batch + left.shape[-2:])
+    if n:
+        right = broadcast_to(right, batch + right.shape[-2:])
+
+    def at(q):
+        k = q[nb + m]
+        return fp.mul(number(left.at(q[:nb + m] + (k,) if m else (k,))),
+                      number(right.at(q[:nb] + (k,) + q[nb + m + 1:] if n else (k,))))
+    shape = batch + left.shape[-1 - m:] + right.shape[-1:] * n
+    from .array_reductions import reduction
+    return reduction(b, node, "sum", ArrayExpr(shape, at), (nb + m,), False)
+
+
+def _is_dot(node):
+    """``np.dot(a, b)`` or ``a.dot(b)``, whose rule for N-D operands is not matmul's."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+        node.func.attr == "dot"
+
+
+def _known_on_entry(b, sizes):
+    symbols = set(b.kernel.symbols)
+    return all(sp.sympify(n).free_symbols <= symbols for n in sizes)
 
 
 def _operand(b, node, value, column):
@@ -43,16 +127,23 @@ def _operand(b, node, value, column):
             return c.name, _dims(c.shape, column), False
         if value.rank == 2 and view.subset == (AXES[1], AXES[0]) and \
                 tuple(reversed(value.shape)) == c.shape:
-            return c.name, c.shape, True
-    tmp = temporary(b, node, value.shape, "__operand")
-    b.ex.prelude += store(b, b.container(tmp), lambda p, old: value.at(p), b.line(node))
+            return c.name, _dims(c.shape, column), True
+    tmp = _copy(b, node, value)
     return tmp.name, _dims(tmp.shape, column), False
 
 
+def _copy(b, node, value):
+    """``value`` stored into a new float64 temporary of its shape."""
+    tmp = temporary(b, node, value.shape, "__operand")
+    b.ex.prelude += store(b, b.container(tmp), lambda p, old: value.at(p), b.line(node))
+    return tmp
+
+
 def _dims(shape, column):
+    """A matrix's (rows, cols) as allocated (sizes below zero count as 0)."""
     if len(shape) == 2:
-        return tuple(shape)
-    return (shape[0], ONE) if column else (ONE, shape[0])
+        return _count(shape[:1]), _count(shape[1:])
+    return (_count(shape), ONE) if column else (ONE, _count(shape))
 
 
 def outer(b, node, left, right):
@@ -64,9 +155,10 @@ def outer(b, node, left, right):
 
 
 def einsum(b, node, spec, operands):
-    """``np.einsum`` of one or two operands with explicit or implicit output: a product
-    over every index, summed over the indices the output drops; a two-operand
-    contraction that is a matrix product goes to :func:`matmul`."""
+    """``np.einsum`` with explicit or implicit output: a product over every index, summed
+    over the indices the output drops (any number of operands, as NumPy's einsum without
+    ``optimize``); a two-operand contraction that is a (batched) matrix product goes to
+    :func:`matmul`."""
     inputs, output = _parse_einsum(b, node, spec, len(operands))
     sizes = {}
     for letters, value in zip(inputs, operands):
@@ -103,9 +195,9 @@ def _parse_einsum(b, node, spec, count):
                                 "(no ellipsis)")
     left, _, right = text.partition("->")
     inputs = left.split(",")
-    if len(inputs) != count or count not in (1, 2):
-        raise b.src.error(node, f"einsum {spec!r} with {count} operands: one or two operands, "
-                                "one subscript each")
+    if len(inputs) != count:
+        raise b.src.error(node, f"einsum {spec!r} has {len(inputs)} subscripts and {count} "
+                                "operands: one subscript per operand")
     every = "".join(inputs)
     output = right if "->" in text else "".join(sorted(c for c in set(every)
                                                           if every.count(c) == 1))
@@ -115,16 +207,25 @@ def _parse_einsum(b, node, spec, count):
 
 
 def _as_matmul(b, node, inputs, output, operands):
-    """'ik,kj->ij' and its transposed variants as one matrix product (BLAS)."""
-    if len(inputs) != 2 or any(len(s) != 2 for s in inputs) or len(output) != 2:
+    """A two-operand einsum summing one index ``k`` that is a matrix product, batched
+    over the indices both operands and the output share ('ik,kj->ij', 'ij,j->i',
+    'bik,bkj->bij', their transposed variants): ``(batch, m, k) @ (batch, k, n)``."""
+    if len(inputs) != 2 or any(len(set(s)) != len(s) for s in inputs):
         return None
-    (a, c), (d, e) = inputs
     shared = set(inputs[0]) & set(inputs[1])
-    if len(shared) != 1 or set(output) != set(inputs[0] + inputs[1]) - shared:
+    summed = shared - set(output)
+    batch = [c for c in output if c in shared]
+    rows, cols = ([c for c in s if c not in shared] for s in inputs)
+    if len(summed) != 1 or len(rows) > 1 or len(cols) > 1 or \
+            set(output) != set(batch + rows + cols) or batch and not (rows and cols):
         return None
-    k = shared.pop()
-    left = operands[0] if c == k else transpose(operands[0], [1, 0])
-    right = operands[1] if d == k else transpose(operands[1], [1, 0])
-    i, j = (a if c == k else c), (e if d == k else d)
-    product = matmul(b, node, left, right)
-    return product if output == i + j else transpose(product, [1, 0])
+    k = summed.pop()
+    left = _ordered(operands[0], inputs[0], batch + rows + [k])
+    right = _ordered(operands[1], inputs[1], batch + [k] + cols)
+    return _ordered(matmul(b, node, left, right), batch + rows + cols, list(output))
+
+
+def _ordered(value, letters, order):
+    """``value``, whose axes are ``letters``, with its axes in ``order``."""
+    perm = [list(letters).index(c) for c in order]
+    return value if perm == sorted(perm) else transpose(value, perm)

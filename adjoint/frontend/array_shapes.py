@@ -198,7 +198,18 @@ def flip(expr, axes):
 
 
 def reshape(expr, shape):
-    """C-order reshape (``volume`` already checked); stays writable only for whole arrays."""
+    """C-order reshape (``volume`` already checked); stays writable only for whole arrays.
+    One that only adds or drops axes of size 1 maps indices without division: the other
+    sizes pair up equal (one pair may be unproven, the equal volumes make it equal)."""
+    keep = expr.view is not None and expr.view.is_whole(expr.shape)
+    kept = [k for k, n in enumerate(shape) if n != ONE]
+    same = [same_size(shape[k], n) for k, n in zip(kept, (n for n in expr.shape if n != ONE))]
+    if len(same) == len(kept) == sum(n != ONE for n in expr.shape) and False not in same \
+            and same.count(None) <= 1:
+        def old_index(q):
+            rest = iter(q[k] for k in kept)
+            return tuple(sp.Integer(0) if n == ONE else next(rest) for n in expr.shape)
+        return remap(expr, shape, old_index, keep_view=keep)
     new_strides, old_strides = _strides(shape), _strides(expr.shape)
 
     def old_index(q):
@@ -208,7 +219,6 @@ def reshape(expr, shape):
             i = floordiv(flat, s)
             out.append(i if k == 0 else python_mod(i, n))
         return tuple(out)
-    keep = expr.view is not None and expr.view.is_whole(expr.shape)
     return remap(expr, shape, old_index, keep_view=keep)
 
 

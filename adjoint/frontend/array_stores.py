@@ -14,6 +14,7 @@ import numpy as np
 import sympy as sp
 
 from ..analysis.bounds import minimum
+from .extents import affine
 from ..sdfg import arithmetic as fp
 from ..sdfg import Container, LoopRegion, MapScope, Memlet, State, Tasklet
 from .array_shapes import (ONE, MaskValue, ViewValue, broadcast_to, fmt_shape, number, remap,
@@ -39,14 +40,21 @@ def tasklet_body(ex, fn):
 
 
 def temporary(b, node, shape, prefix, name=None):
-    """A new float64 transient array; its sizes may only use the kernel's sizes."""
+    """A new float64 transient array. An expression's temporary (not a name's array) may
+    have sizes affine in loop variables (``data[:, i] @ data[:, i:]`` inside a loop):
+    ``extents.largest_extents`` then allocates it at its largest size."""
     loose = set().union(*(sp.sympify(n).free_symbols for n in shape)) - set(b.kernel.symbols)
-    if loose:
+    named = name is not None and not name.startswith("__")
+    if loose and (named or not all(affine(n, loose) for n in shape)):
         names = ", ".join(sorted(map(str, loose)))
-        raise b.src.error(node, f"`{_short(node)}` needs a temporary of shape "
-                                f"{fmt_shape(shape)}, which depends on {names}; temporaries "
-                                "must have sizes known on entry: allocate it before the loop "
-                                "at its largest size and use a slice of it")
+        why = ("an array bound to a name must have sizes known on entry (only the "
+               "temporaries of expressions may vary with the loop)") if named else \
+            "sizes must be affine in the loop variables (as `a*i + b`)"
+        raise b.src.error(node, f"`{_short(node)}` needs an array of shape "
+                                f"{fmt_shape(shape)}, which depends on {names}; {why}: "
+                                "use the expression where it is needed, or allocate the "
+                                "array before the loop at its largest size and use a slice "
+                                "of it")
     name = name or b.kernel.new_transient(prefix).name
     c = Container(name, FLOAT64, tuple(shape), True)
     b.kernel.containers[name] = c

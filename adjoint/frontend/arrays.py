@@ -99,9 +99,17 @@ def _is_array_item(scope, item):
     if isinstance(item, ast.BinOp):
         return type(item.op) in LOGICAL
     if isinstance(item, ast.Name):
-        return isinstance(scope.get(item.id), MaskValue) or \
-            isinstance(scope.get(item.id), ViewValue) and scope[item.id].boolean
+        binding = scope.get(item.id)
+        if isinstance(binding, ViewValue):
+            return binding.boolean
+        return isinstance(binding, DataValue) and not binding.container.is_scalar and \
+            _is_mask(binding)
     return False
+
+
+def _is_mask(binding):
+    """A mask in a temporary (0.0 / 1.0) or a boolean array argument."""
+    return isinstance(binding, MaskValue) or binding.container.dtype == np.bool_
 
 
 def is_array_call(ex, node):
@@ -167,7 +175,7 @@ class ArrayBuilder:
             self._check_in_scope(node, binding)
             return self.load(binding.view, binding.shape, binding.boolean)
         if isinstance(binding, DataValue) and not binding.container.is_scalar:
-            return self.container(binding.container, isinstance(binding, MaskValue))
+            return self.container(binding.container, _is_mask(binding))
         return self.scalar(node)
 
     def _check_in_scope(self, node, binding):
@@ -245,8 +253,7 @@ class ArrayBuilder:
                                        "constant integer; write the loop explicitly")
         if step == 0:
             raise self.src.error(item, "slice step must not be zero")
-        lower, upper = (None if b is None else self.ex.index(b, "a slice bound")
-                        for b in (item.lower, item.upper))
+        lower, upper = (self.ex.slice_bound(b) for b in (item.lower, item.upper))
         for bound, node in ((lower, item.lower), (upper, item.upper)):
             if bound is not None and not bound.is_number and not bound.is_nonnegative \
                     and bound.free_symbols <= set(self.kernel.symbols):
@@ -336,7 +343,7 @@ class ArrayBuilder:
                    f"`{_short(node)}` do not match")
         if same is False:
             raise self.src.error(node, message)
-        condition = sp.Eq(x, y)
+        condition = sp.Eq(sp.expand(x - y), 0)      # loop variables may cancel (N - i, M - i)
         if not condition.free_symbols <= set(self.kernel.symbols):
             raise self.src.error(node, message.replace("do not match", "cannot be shown to "
                                                        "match") + "; use the same sizes")

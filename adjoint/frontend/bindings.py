@@ -106,6 +106,11 @@ class Bindings:
         (kind_b, token_b, _), (kind_h, token_h, _) = bound[n], here[n]
         return kind_b == kind_h == "if" and token_b == token_h
 
+    def _enters(self, name):
+        """Whether ``name``'s binding is carried into a region starting here (not one
+        made in a loop or branch that has ended)."""
+        return self.carried(name) or self.bound_in.get(name, ()) == self.path
+
     def fresh(self, containers, name):
         """A container name for ``name``'s next array: ``name__2``, ``name__3``, ..."""
         k = 2
@@ -166,7 +171,8 @@ class Bindings:
         out, copies = [], []
         for name in sorted(_rebound(stmts)):
             binding = kernel.scope.get(name)
-            if not _is_array(binding) or self.shared(kernel.scope, name) is None:
+            if not _is_array(binding) or not self._enters(name) or \
+                    self.shared(kernel.scope, name) is None:
                 continue
             shared, what = self.shared(kernel.scope, name)
             _check_no_handover(kernel.src, name, what, stmts)

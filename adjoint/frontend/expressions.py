@@ -53,6 +53,22 @@ class ExpressionBuilder:
                                        f"arguments and loop variables; got `{ast.unparse(node)}`")
         return method(node, what)
 
+    def slice_bound(self, node, what="a slice bound"):
+        """A slice bound: None (``x[a:None]``, and ``b or None`` where ``b`` is zero) or an
+        integer expression; ``b or None`` must be decidable when compiling."""
+        if node is None or isinstance(node, ast.Constant) and node.value is None:
+            return None
+        if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or):
+            for k, item in enumerate(node.values):      # Python's: the first true, or the last
+                value = self.slice_bound(item, what)
+                if k == len(node.values) - 1 or value is not None and value.is_zero is False:
+                    return value
+                if value is not None and not value.is_zero:
+                    raise self.src.error(node, f"`{ast.unparse(node)}`: cannot tell whether "
+                                               f"{value} is zero when compiling; write the "
+                                               "bound without `or`")
+        return self.index(node, what)
+
     def condition(self, node):
         """A boolean over integers and, where it reads them, data values (as connectors)."""
         if isinstance(node, ast.Compare):
@@ -89,8 +105,15 @@ class ExpressionBuilder:
         binding = self.scope.get(node.id)
         if isinstance(binding, IntValue):
             return binding.expr
+        if binding is None and isinstance(self._global_number(node), sp.Integer):
+            return self._global_number(node)
         if binding is None:
             raise self.src.error(node, f"name {node.id!r} is not defined before this use")
+        if isinstance(binding, DataValue) and not binding.container.is_scalar:
+            raise self.src.error(node, f"{what} must be an integer expression; {node.id!r} is "
+                                       f"an array: index with its elements ({node.id}[k]) in "
+                                       "a loop; whole index arrays as subscripts are not "
+                                       "supported")
         raise self.src.error(node, f"{what} must be an integer expression; {node.id!r} is "
                                    "floating-point data")
 
@@ -135,6 +158,14 @@ class ExpressionBuilder:
         if entry not in self.kernel.arrays.assumptions:
             self.kernel.arrays.assumptions.append(entry)
         return b
+
+    def _index_Attribute(self, node, what):
+        """``A.size`` (the number of elements) and ``A.ndim``."""
+        if node.attr in ("size", "ndim") and self._module(node.value) is None:
+            shape = self._array(node.value).shape
+            return sp.Integer(len(shape)) if node.attr == "ndim" else sp.Mul(*shape)
+        raise self.src.error(node, f"{what} must be an integer expression of sizes, int "
+                                   f"arguments and loop variables; got `{ast.unparse(node)}`")
 
     def _index_Subscript(self, node, what):
         # A.shape[k]
@@ -192,6 +223,8 @@ class ExpressionBuilder:
                                        f"({node.id}[i, ...]) or reduce it with np.sum")
         if node.id in ("True", "False", "None"):
             raise self.src.error(node, f"{node.id} is not a number")
+        if binding is None and self._global_number(node) is not None:
+            return self._global_number(node)
         raise self.src.error(node, f"name {node.id!r} is not defined before this use")
 
     def _value_Subscript(self, node, elementwise):
@@ -231,13 +264,16 @@ class ExpressionBuilder:
         module = self._module(node.value)
         if module is not None and node.attr in CONSTANTS:
             return CONSTANTS[node.attr]
+        if module is None and node.attr in ("size", "ndim"):
+            return self.index(node)
         raise self.src.error(node, f"attribute `{ast.unparse(node)}` is not supported; only "
                                    "A.shape[k], math.pi/np.pi and math.e are")
 
     def _value_Call(self, node, elementwise):
+        from .array_calls import on_numbers
         from .arrays import is_array_call, scalar_value
         from .calls import call_value, callee_of, plain_function_hint
-        if is_array_call(self, node):                  # reductions, np.where, ...: arrays.py
+        if is_array_call(self, node) or on_numbers(self, node.func):   # np.where, np.sum, ...
             return scalar_value(self, node)
         if callee_of(self.kernel, node) is not None:   # another kernel: inlined (calls.py)
             return call_value(self, node)
@@ -262,6 +298,18 @@ class ExpressionBuilder:
                                    + plain_function_hint(self.kernel, node))
 
     # ---- helpers ---------------------------------------------------------------------
+    def _global_number(self, node):
+        """A module-level (or enclosing function's) int or float the function reads and
+        never assigns: a constant of the specialisation, its value when first compiled."""
+        value = self.src.globals.get(node.id)
+        if isinstance(value, (bool, np.bool_)) or \
+                not isinstance(value, (int, float, np.integer, np.floating)) or \
+                any(isinstance(n, ast.Name) and n.id == node.id and not isinstance(n.ctx, ast.Load)
+                    for n in ast.walk(self.src.tree)):
+            return None
+        return sp.Integer(int(value)) if isinstance(value, (int, np.integer)) else \
+            sp.Float(float(value))
+
     def _read(self, data, subset):
         key = (data, tuple(subset))
         if key not in self.reads:

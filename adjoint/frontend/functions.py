@@ -10,7 +10,7 @@ class floordiv(sp.Function):
     def eval(cls, a, b):
         if a.is_Integer and b.is_Integer and b != 0:
             return sp.Integer(int(a) // int(b))
-        if b == 1:
+        if b == 1 or a.is_zero:             # 0 // b: checked non-zero b or never executed
             return a
 
     def _sympystr(self, printer):
@@ -26,6 +26,8 @@ class python_mod(sp.Function):
     def eval(cls, a, b):
         if a.is_Integer and b.is_Integer and b != 0:
             return sp.Integer(int(a) % int(b))
+        if a.is_zero or b == 1:
+            return sp.Integer(0)
 
     def _sympystr(self, printer):
         a, b = (printer.parenthesize(x, 50) for x in self.args)

@@ -1,5 +1,6 @@
 """Locate a kernel's source and resolve the types of its arguments."""
 import ast
+import copy
 import hashlib
 import inspect
 import re
@@ -15,6 +16,7 @@ from ..types import ArrayType
 
 FLOAT_DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
 INT_DTYPES = (np.dtype(np.int64), np.dtype(np.int32), np.dtype(np.bool_))
+# Other integer arrays are index arrays too: passed as int64 copies (runtime/arguments.py)
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,22 @@ _REGISTERED = weakref.WeakKeyDictionary()     # function defined in a kernel -> 
 def register_source(func, src: KernelSource):
     """The source of a function made from a kernel's own AST (``def``/``lambda`` in it)."""
     _REGISTERED[func] = src
+
+
+def refuse_unreadable(func):
+    """A method or a decorated function is not what its source says: the engine would
+    compile the inner function without ``self`` or without what the decorator does."""
+    if inspect.ismethod(func):
+        raise KernelSyntaxError(f"{func.__qualname__} is a method (bound to a "
+                                f"{type(func.__self__).__name__}); kernels are plain "
+                                "functions: pass what it reads of self as arguments",
+                                *_where(func.__func__))
+    inner = getattr(func, "__wrapped__", None)
+    if inner is not None and inspect.isfunction(func):
+        raise KernelSyntaxError(f"{func.__name__}() is wrapped by a decorator, and the "
+                                "engine would compile the function inside without what the "
+                                "decorator does; call the undecorated function, or write the "
+                                "decorator's work into the kernel", *_where(inspect.unwrap(func)))
 
 
 def read_source(func) -> KernelSource:
@@ -76,6 +94,57 @@ def _nonlocals(func):
     return out
 
 
+def with_defaults(src: KernelSource, defaults) -> KernelSource:
+    """``src`` for a call that leaves the parameters ``defaults`` ({name: value}, the last
+    ones) to their default values: each is a constant of the body, as an inlined
+    callee's defaults are (a local set to it first where the body assigns the name)."""
+    tree = copy.deepcopy(src.tree)
+    params = {a.arg: a for a in tree.args.args}
+    tree.args.args = [a for a in tree.args.args if a.arg not in defaults]
+    tree.args.defaults = []
+    assigned = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
+                and isinstance(n.ctx, (ast.Store, ast.Del))}
+    constants = {name: _constant(src, params[name], name, value)
+                 for name, value in defaults.items()}
+
+    class Substitute(ast.NodeTransformer):
+        def visit_Name(self, node):
+            if node.id in constants and node.id not in assigned:
+                return ast.copy_location(copy.deepcopy(constants[node.id]), node)
+            return node
+    tree = Substitute().visit(tree)
+    first = [ast.copy_location(ast.Assign([ast.Name(name, ast.Store())], value), params[name])
+             for name, value in constants.items() if name in assigned]
+    docstring = tree.body[:1] if tree.body and isinstance(tree.body[0], ast.Expr) \
+        and isinstance(tree.body[0].value, ast.Constant) \
+        and isinstance(tree.body[0].value.value, str) else []
+    tree.body = docstring + first + tree.body[len(docstring):]
+    return KernelSource(ast.fix_missing_locations(tree), src.filename, src.first_line,
+                        src.indent, src.globals, src.renamed)
+
+
+def _constant(src, arg, name, value):
+    """The expression of a default value written as Python would (numbers, True/False,
+    None, strings and tuples of them)."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    try:
+        node = ast.parse(repr(value), mode="eval").body
+        same = ast.literal_eval(node) == value and type(ast.literal_eval(node)) is type(value)
+    except (SyntaxError, ValueError):
+        same = False
+    if not same:
+        raise src.error(arg, f"parameter {name!r}: its default value {_short(value)} is not a "
+                             "constant the kernel can use (numbers, True/False, None, "
+                             "strings, tuples of them); pass the argument")
+    return node
+
+
+def _short(value):
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def fingerprint(src: KernelSource, _seen=None) -> str:
     """A digest of everything a kernel's SDFG depends on: its code and where it sits
     (messages carry file and line), and the same of every function it calls."""
@@ -91,7 +160,7 @@ def fingerprint(src: KernelSource, _seen=None) -> str:
                 h.update(fingerprint(read_source(func), seen).encode())
             except KernelSyntaxError:
                 h.update(repr(func).encode())
-        elif isinstance(value, (int, float, str, sp.Basic)):
+        elif isinstance(value, (int, float, str, sp.Basic, np.integer, np.floating)):
             h.update(f"{name}={value!r}".encode())
     return h.hexdigest()
 
@@ -136,15 +205,14 @@ def _where(func):
 def type_of_value(name, value):
     """The type an unannotated parameter takes from the value it is called with."""
     if isinstance(value, np.ndarray):
-        if value.dtype not in FLOAT_DTYPES + INT_DTYPES:
-            raise ArgumentError(f"argument {name!r}: arrays must be float64, float32, int64, "
-                                f"int32 or bool, got {value.dtype}")
+        if value.dtype not in FLOAT_DTYPES + INT_DTYPES and value.dtype.kind not in "iu":
+            raise ArgumentError(f"argument {name!r}: arrays must be float64, float32, "
+                                f"integer or bool, got {value.dtype}")
         shape = tuple(sp.Symbol(f"__{name}_{k}", integer=True, nonnegative=True)
                       for k in range(value.ndim))
-        return ArrayType(value.dtype, shape)
-    if isinstance(value, (bool, np.bool_)):
-        raise ArgumentError(f"argument {name!r}: booleans are not supported; pass an int")
-    if isinstance(value, (int, np.integer)):
+        dtype = value.dtype if value.dtype in FLOAT_DTYPES + INT_DTYPES else np.dtype(np.int64)
+        return ArrayType(dtype, shape)
+    if isinstance(value, (int, np.integer, bool, np.bool_)):     # True is 1, as in Python
         return int
     if isinstance(value, (float, np.floating)):
         return float

@@ -28,7 +28,7 @@ def bind(sdfg, args, written=()):
         elif p.kind == "float":
             values[p.name] = np.array([_float(p, v)])
         else:
-            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+            if not isinstance(v, (int, np.integer, bool, np.bool_)):   # True is 1
                 raise ArgumentError(f"argument {p.name!r} must be an int, got "
                                     f"{type(v).__name__} {v!r}")
             _bind_symbol(sdfg, p.name, int(v), env, source, p.name)
@@ -58,6 +58,8 @@ def _array(sdfg, p, v, env, source, written):
     if not isinstance(v, np.ndarray):
         raise ArgumentError(f"argument {p.name!r} must be a NumPy array of {p.dtype}, got "
                             f"{type(v).__name__}")
+    if v.dtype != p.dtype and v.dtype.kind in "iu" and p.dtype.kind == "i":
+        v = _as_index_array(p, v)
     if v.dtype != p.dtype:
         raise ArgumentError(f"argument {p.name!r} has dtype {v.dtype}, the kernel expects "
                             f"{p.dtype}; convert it with {p.name}.astype(np.{p.dtype})")
@@ -79,6 +81,17 @@ def _array(sdfg, p, v, env, source, written):
         env[low], env[high] = (int(v.min()), int(v.max())) if v.size else (0, -1)
         source[low] = source[high] = p.name
     return v
+
+
+def _as_index_array(p, v):
+    """An integer array of another width or signedness as a copy in the kernel's index
+    dtype (index arrays are read-only, so the copy is never written back), when every
+    value fits."""
+    info = np.iinfo(p.dtype)
+    if v.size and (int(v.min()) < info.min or int(v.max()) > info.max):
+        raise ArgumentError(f"argument {p.name!r} has values in [{int(v.min())}, "
+                            f"{int(v.max())}], beyond the {p.dtype} the kernel indexes with")
+    return np.ascontiguousarray(v, dtype=p.dtype)
 
 
 def _bind_symbol(sdfg, name, value, env, source, arg, symbol=None):

@@ -267,6 +267,30 @@ class py_mod(sp.Function):
         return sp.Integer(1) if argindex == 1 else -py_floordiv(a, b)
 
 
+class np_sign(sp.Function):
+    """NumPy's ``sign``: -1.0, 0.0 (for both zeros) or 1.0, nan for nan; derivative zero
+    (sympy's ``sign`` says 0 for nan and differentiates to a delta)."""
+    def fdiff(self, argindex=1):
+        return sp.Integer(0)
+
+
+class np_fmod(sp.Function):
+    """C's ``fmod`` (``np.fmod``, ``math.fmod``): ``a - b * trunc(a / b)``, the sign of
+    ``a``; not Python's ``%``."""
+    def fdiff(self, argindex=1):
+        a, b = self.args
+        return sp.Integer(1) if argindex == 1 else -(a - np_fmod(a, b)) / b
+
+
+class np_hypot(sp.Function):
+    """C's ``hypot`` (``np.hypot``, ``math.hypot`` of two): ``sqrt(a*a + b*b)`` without
+    overflow; inf if either is inf, even a nan other. At the origin, a kink, the
+    derivative is the mean of the one-sided ones: zero."""
+    def fdiff(self, argindex=1):
+        return select(sp.Integer(0), relation(sp.Eq)(self, sp.Integer(0)),
+                      self.args[argindex - 1] / self)
+
+
 def _as_written(function):
     return lambda *args: function(*args, evaluate=False)
 
@@ -287,11 +311,11 @@ UNARY = {name: _as_written(f) for name, f in {
     "tanh": sp.tanh, "sinh": sp.sinh, "cosh": sp.cosh, "arctan": sp.atan, "atan": sp.atan,
     "arcsin": sp.asin, "asin": sp.asin, "arccos": sp.acos, "acos": sp.acos, "fabs": sp.Abs,
     "abs": sp.Abs, "absolute": sp.Abs, "log10": log10, "log2": log2, "expm1": expm1,
-    "log1p": log1p}.items()}
+    "log1p": log1p, "sign": np_sign}.items()}
 UNARY["sqrt"] = sqrt
 BINARY = {name: _as_written(f) for name, f in {
     "maximum": np_maximum, "minimum": np_minimum, "fmax": np_fmax, "fmin": np_fmin,
-    "arctan2": sp.atan2, "atan2": sp.atan2}.items()}
+    "arctan2": sp.atan2, "atan2": sp.atan2, "fmod": np_fmod, "hypot": np_hypot}.items()}
 BINARY["pow"] = power                                         # math.pow
 # np.power on numbers takes NumPy's square root for an exponent of 0.5 even when that
 # is data; on arrays only for a constant exponent (array_calls.py)

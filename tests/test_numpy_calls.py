@@ -1,0 +1,356 @@
+"""NumPy functions and small constructs real code uses (issue 20): logical ufuncs, sign,
+fmod, hypot, roll, cumsum, diff, joins, triangles, ranges, ufunc.outer, np.ndarray and
+keyword arguments, slice bounds that may be None, index arrays of every integer dtype,
+boolean mask arguments, default argument values and module-level constants.
+
+Every kernel here is written for these tests. Forward results are compared with the
+kernel run as plain Python/NumPy (``py_func``; bitwise where the floating-point contract of
+docs/kernel-language.md says so: everything here but sums), gradients and tangents with
+central differences of the Python function, a few kernels again through the CUDA code
+run on the CPU (``cuda_emulation``), and what stays unsupported raises a located error.
+"""
+import numpy as np
+import pytest
+
+from adjoint import ArgumentError, KernelSyntaxError, float64, jvp, kernel, symbol, vjp
+from adjoint.options import options
+from float_testing import SPECIAL, assert_same, quiet
+from kernel_testing import (arg_names, copy_args, fd_atol, fd_directional, inner,
+                            random_direction, rng_for)
+
+N = symbol("N")
+M = symbol("M")
+RELAX = 0.25            # module-level constants: read as constants of the specialisation
+SWEEPS = 2
+SHIFT = 3
+
+
+# ---- elementwise functions -----------------------------------------------------------------
+@kernel
+def elementwise(x: float64[N], y: float64[N], out: float64[8, N]):
+    out[0] = np.sign(x)
+    out[1] = np.fmod(x, y)
+    out[2] = np.hypot(x, y)
+    out[3] = np.where(np.logical_and(x > 0.0, y < 1.0), x, y)
+    out[4] = np.where(np.logical_or(np.logical_not(x > y), np.logical_xor(x < 0.0, y < 0.0)),
+                      y, -x)
+    for i in range(N):          # the same functions on numbers
+        out[5, i] = np.sign(y[i]) * x[i] + np.logical_and(x[i] > 0.0, np.logical_not(y[i] > 0.0))
+        out[6, i] = np.fmod(y[i], x[i])
+        out[7, i] = np.hypot(y[i], np.multiply(x[i], 2.0))
+
+
+def test_sign_fmod_hypot_and_logical_functions_are_numpys_bitwise():
+    """Special values against each other (inf, nan, signed zeros, subnormals)."""
+    grid = np.array(SPECIAL)
+    x, y = (np.ascontiguousarray(a.ravel()) for a in np.meshgrid(grid, grid))
+    got, want = np.zeros((8, x.size)), np.zeros((8, x.size))
+    elementwise(x, y, got)
+    quiet(elementwise.py_func, x, y, want)
+    for k in range(8):
+        assert_same(got[k], want[k], (x, y), f"row {k}")
+
+
+# ---- kernels with derivatives --------------------------------------------------------------
+@kernel
+def periodic_diffusion(u: float64[N, M], nu: float, T: int):
+    for t in range(T):
+        u[:] = u + nu * (np.roll(u, 1, axis=0) + np.roll(u, -1, axis=0)
+                         + np.roll(u, 1, axis=1) + np.roll(u, -1, axis=1) - 4.0 * u)
+    return u * np.sign(u)
+
+
+@kernel
+def shifted(q: float64[N, M], c: float64[M], s: int):
+    a = np.roll(q, s, axis=1) * c          # a shift known only at run time
+    b = np.roll(q, (1, -2), axis=(0, 1))   # several axes
+    return a - b + np.roll(q, SHIFT) * np.hypot(q, 1.0)      # no axis: the flattened array
+
+
+@kernel
+def scans(x: float64[N], A: float64[N, M]):
+    s = np.cumsum(x * x)
+    P = np.cumprod(A, axis=1) + A.cumsum(axis=0) + np.cumsum(A).reshape(N, M)
+    return s, P + np.add.accumulate(A) + np.maximum.accumulate(A, axis=1)
+
+
+@kernel
+def differences(x: float64[N], A: float64[N, M]):
+    return np.diff(x) * np.fmod(x[1:], 0.7), np.diff(A, n=2, axis=0)[:, 1:] + np.diff(A)[2:]
+
+
+@kernel
+def triangles(A: float64[N, N], w: float):
+    return np.triu(A) + w * np.tril(A, -1) + np.triu(A * A, k=1)
+
+
+@kernel
+def joins(x: float64[N], y: float64[M], A: float64[N, M], w: float):
+    z = np.concatenate((x, y * w, x[:2]))
+    stacked = np.stack([A, A * w], axis=1)
+    rows = np.vstack((A, y, A[0] * y))
+    flat = np.hstack((x, np.sin(x)))
+    small = np.array([x[0], w * y[1], 3.0])
+    grid = np.array([[w, x[1]], [y[0], 2.0]])
+    return z, stacked, rows, flat * small[1], grid * np.concatenate([A, A], axis=None)[3]
+
+
+@kernel
+def ranges(x: float64[N], a: float, b: float):
+    t = np.linspace(a, b, N)
+    r = np.linspace(start=b, stop=a, num=N, endpoint=False, dtype=np.float64)
+    k = np.arange(N) * 0.5 + np.arange(1, N + 1, 2).sum()
+    return t * x + r, k * x, np.arange(0.25, 2.0, 0.5) * a
+
+
+@kernel
+def shortest_paths(D: float64[N, N], x: float64[N]):
+    for k in range(N):
+        D[:] = np.minimum(D, np.add.outer(D[:, k], D[k, :]))
+    return (np.subtract.outer(x, x) * np.multiply.outer(x, x)
+            + np.maximum.outer(x, x[::-1]) - np.minimum.outer(x, x))
+
+
+@kernel
+def columns(u: float64[N, M], dt: float):
+    n, m = u.shape
+    flux = np.ndarray((n, m), dtype=u.dtype)
+    flux[:] = np.where(np.greater(u, 0.0), u, 0.5 * u)
+    mean = np.ndarray(shape=u.shape[1], dtype=float)
+    mean[:] = np.mean(flux, axis=u.ndim - 2)
+    return np.clip(u - dt * mean, a_min=None, a_max=2.0) + np.sum(flux, axis=1, keepdims=True)
+
+
+@kernel
+def trimmed(x: float64[N], w: float64[N]):
+    k = 0
+    v = np.asarray(x)               # x itself: writes through v reach it
+    v[0] = 2.0 * w[0]
+    return x[k:-k or None] * w[1:(0 or None)][0] + x[:None] * np.sum(w[2:-1 or None])
+
+
+@kernel
+def masked(A: float64[N], w: float64[N], m):
+    A[m] = w[m]
+    A[~m] *= 2.0
+    return np.where(m, A, -A) * RELAX
+
+
+def relax(u, omega=0.5, sweeps=SWEEPS, periodic=True):
+    """Default values: constants of the specialisation when left out."""
+    for _ in range(sweeps):
+        if periodic:
+            u[:] = (1.0 - omega) * u + omega * 0.5 * (np.roll(u, 1) + np.roll(u, -1))
+        else:
+            u[1:-1] = (1.0 - omega) * u[1:-1] + omega * 0.5 * (u[2:] + u[:-2])
+    return u * RELAX
+
+
+relax_kernel = kernel(relax)
+
+CASES = [
+    (periodic_diffusion, lambda rng: (rng.standard_normal((5, 4)), 0.1, 3)),
+    (shifted, lambda rng: (rng.standard_normal((4, 5)), rng.standard_normal(5), -2)),
+    (scans, lambda rng: (rng.standard_normal(4),     # no near ties for the running maximum
+                         rng.permutation(20).reshape(4, 5) * 0.05 + 0.6)),
+    (differences, lambda rng: (rng.standard_normal(5), rng.standard_normal((5, 4)))),
+    (triangles, lambda rng: (rng.standard_normal((5, 5)), 0.3)),
+    (joins, lambda rng: (rng.standard_normal(4), rng.standard_normal(3),
+                         rng.standard_normal((4, 3)), 0.7)),
+    (ranges, lambda rng: (rng.standard_normal(6), -0.3, 1.9)),
+    (shortest_paths, lambda rng: (rng.random((5, 5)) + np.eye(5) * 3.0,
+                                  rng.standard_normal(5))),
+    (columns, lambda rng: (rng.standard_normal((4, 3)), 0.3)),
+    (trimmed, lambda rng: (rng.standard_normal(6), rng.standard_normal(6))),
+    (masked, lambda rng: (rng.standard_normal(6), rng.standard_normal(6), rng.random(6) > 0.5)),
+    (relax_kernel, lambda rng: (rng.standard_normal(7),)),
+    (relax_kernel, lambda rng: (rng.standard_normal(7), 0.7, 3, False)),
+]
+IDS = ["roll_stencil", "roll_shifts", "scans", "diff", "triangles", "joins", "ranges",
+       "outer", "ndarray_keywords", "slice_none", "bool_mask_argument", "defaults",
+       "defaults_given"]
+SUMS = {"ranges", "ndarray_keywords", "slice_none", "roll_shifts"}   # within rounding
+
+
+def _outputs(k, args):
+    """Every array argument afterwards and what the kernel returns, as a flat list."""
+    work = copy_args(args)
+    ret = k(*work)
+    ret = list(ret) if isinstance(ret, tuple) else [ret]
+    return [a for a in work if isinstance(a, np.ndarray)] + ret
+
+
+@pytest.mark.parametrize("case", range(len(CASES)), ids=IDS)
+def test_forward_matches_numpy(case):
+    k, make = CASES[case]
+    args = make(rng_for(IDS[case]))
+    got, want = _outputs(k, args), _outputs(k.py_func, args)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert np.shape(g) == np.shape(w)
+        if IDS[case] in SUMS:
+            np.testing.assert_allclose(g, w, rtol=1e-13, atol=1e-13)
+        else:
+            assert np.array_equal(g, w), (g, w)
+
+
+def _floating(a):
+    return isinstance(a, float) or isinstance(a, np.ndarray) and a.dtype.kind == "f"
+
+
+def _loss(k, cot, given):
+    """<cot, F(args)>, F the kernel run as Python, over the outputs vjp reported (the
+    arguments that are not floating-point as ``given``: finite differences make floats)."""
+    def f(args):
+        work = copy_args(tuple(a if _floating(g) else g for a, g in zip(args, given)))
+        ret = k.py_func(*work)
+        values = dict(zip(arg_names(k), work), **{"return": ret})
+        return sum(inner(c, values[n]) for n, c in cot.items())
+    return f
+
+
+@pytest.mark.parametrize("case", range(len(CASES)), ids=IDS)
+def test_gradient_and_tangent_match_finite_differences(case):
+    k, make = CASES[case]
+    rng = rng_for(IDS[case], salt="grad")
+    args = make(rng)
+    names = arg_names(k)[:len(args)]
+    index_of = {n: i for i, n in enumerate(names)}
+    wrt = [n for n, a in zip(names, args) if _floating(a)]
+    outs, pullback = vjp(k, *copy_args(args))
+    cot = {n: random_direction(rng, v) for n, v in outs.items()}
+    f = _loss(k, cot, args)
+    d = {n: random_direction(rng, args[index_of[n]]) for n in wrt}
+    want = fd_directional(f, args, index_of, d)
+    back = pullback(cot)
+    got = sum(inner(back[n], d[n]) for n in wrt)
+    assert got == pytest.approx(want, rel=1e-7, abs=fd_atol(f(args)))
+    _, dots = jvp(k, copy_args(args), d)
+    tangent = sum(inner(cot[n], dots[n]) for n in outs)
+    assert tangent == pytest.approx(want, rel=1e-7, abs=fd_atol(f(args)))
+
+
+def test_sign_fmod_hypot_derivatives_away_from_kinks():
+    rng = rng_for("elementwise", salt="grad")
+    x, y = rng.standard_normal(6) * 3.0, rng.random(6) + 0.5
+    args = (x, y, np.zeros((8, 6)))
+    outs, pullback = vjp(elementwise, *copy_args(args))
+    cot = {"out": rng.standard_normal((8, 6))}
+    f = _loss(elementwise, cot, args)
+    d = {"x": rng.standard_normal(6), "y": rng.standard_normal(6)}
+    index_of = {"x": 0, "y": 1}
+    want = fd_directional(f, args, index_of, d)
+    back = pullback(cot)
+    assert inner(back["x"], d["x"]) + inner(back["y"], d["y"]) == \
+        pytest.approx(want, rel=1e-7, abs=fd_atol(f(args)))
+
+
+# ---- the same kernels through the CUDA code, run on the CPU ------------------------------
+@pytest.mark.parametrize("case", [IDS.index(n) for n in ("roll_stencil", "scans", "joins")],
+                         ids=["roll_stencil", "scans", "joins"])
+def test_emulated_cuda_matches_python(case, monkeypatch):
+    monkeypatch.setattr(options, "device", "cuda")
+    monkeypatch.setattr(options, "cuda_emulation", True)
+    k, make = CASES[case]
+    args = make(rng_for(IDS[case], salt="cuda"))
+    for g, w in zip(_outputs(k, args), _outputs(k.py_func, args)):
+        assert np.array_equal(g, w)
+    outs, pullback = vjp(k, *copy_args(args))
+    monkeypatch.setattr(options, "device", "cpu")
+    cpu_outs, cpu_pullback = vjp(k, *copy_args(args))
+    cot = {n: tuple(np.ones(np.shape(e)) for e in v) if isinstance(v, tuple) else
+           np.ones(np.shape(v)) for n, v in outs.items()}
+    for n, g in pullback(cot).items():
+        np.testing.assert_allclose(g, cpu_pullback(cot)[n], rtol=1e-12, atol=1e-12)
+
+
+# ---- arguments: integer dtypes, defaults, keywords --------------------------------------------
+@kernel
+def gather(x: float64[N], idx, w):
+    s = 0.0
+    for k in range(idx.size):
+        s += w[k] * x[idx[k]]
+    return s
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "uint16", "int32", "uint32",
+                                   "int64", "uint64"])
+def test_index_arrays_of_every_integer_dtype(dtype):
+    rng = rng_for("gather")
+    x, idx, w = rng.standard_normal(9), np.array([0, 8, 3, 3, 5], dtype=dtype), rng.random(5)
+    assert gather(x, idx, w) == gather.py_func(x, idx, w)
+    back = vjp(gather, x, idx, w)[1]({"return": 1.0})
+    want = np.zeros(9)
+    np.add.at(want, idx.astype(np.int64), w)
+    assert np.array_equal(back["x"], want)
+
+
+def test_index_values_beyond_the_index_dtype_are_refused():
+    with pytest.raises(ArgumentError, match="'idx' has values in"):
+        gather(np.ones(3), np.array([2 ** 63], dtype=np.uint64), np.ones(1))
+    with pytest.raises(Exception, match="out of bounds|can reach|BoundsError|index"):
+        gather(np.ones(3), np.array([7], dtype=np.uint8), np.ones(1))
+
+
+def test_defaults_are_constants_and_keywords_bind_like_python():
+    rng = rng_for("relax")
+    u = rng.standard_normal(7)
+    calls = [((), {}), ((0.3,), {}), ((0.3, 1), {}), ((), {"periodic": False}),
+             ((0.9,), {"sweeps": 1, "periodic": False})]
+    for args, kwargs in calls:
+        a, b = u.copy(), u.copy()
+        assert np.array_equal(relax_kernel(a, *args, **kwargs), relax(b, *args, **kwargs))
+        assert np.array_equal(a, b)
+    with pytest.raises(ArgumentError, match=r"takes 1 to 4 arguments \(u, omega, sweeps, "
+                                            r"periodic\), got 0"):
+        relax_kernel()
+    with pytest.raises(ArgumentError, match="unexpected keyword argument 'omgea'"):
+        relax_kernel(u, omgea=0.1)
+
+
+def _array_default(x, w=np.ones(3)):
+    return x * w
+
+
+def test_a_default_that_is_no_constant_asks_for_the_argument():
+    k = kernel(_array_default)
+    assert np.array_equal(k(np.ones(3), np.full(3, 2.0)), np.full(3, 2.0))
+    with pytest.raises(KernelSyntaxError, match="parameter 'w': its default value") as info:
+        k(np.ones(3))
+    assert f":{_array_default.__code__.co_firstlineno}:" in str(info.value)
+
+
+# ---- what stays unsupported names the line ---------------------------------------------------
+def _float_arange(x: float64[N], a: float):
+    return x * np.arange(a, 2.0, 0.5)[0]
+
+
+def _undecided_slice(x: float64[N], k: int):
+    return x[1:(k or None)]
+
+
+def _unknown_outer(x: float64[N]):
+    return np.logaddexp.outer(x, x)
+
+
+def _joined_name(x: float64[N]):
+    return np.concatenate(x)
+
+
+def _retstep(x: float64[N], a: float):
+    return np.linspace(0.0, a, N, retstep=True)
+
+
+@pytest.mark.parametrize("func, message", [
+    (_float_arange, "with float bounds the length depends on their values"),
+    (_undecided_slice, "cannot tell whether k is zero"),
+    (_unknown_outer, "np.logaddexp.outer` is not supported"),
+    (_joined_name, "write the arrays to join as a tuple or list"),
+    (_retstep, "retstep=True returns a tuple"),
+], ids=["float_arange", "undecided_slice", "unknown_outer", "joined_name", "retstep"])
+def test_unsupported_forms_name_the_line(func, message):
+    args = {"_float_arange": (np.ones(4), 0.5), "_undecided_slice": (np.ones(4), 2),
+            "_retstep": (np.ones(4), 1.0)}.get(func.__name__, (np.ones(4),))
+    with pytest.raises(KernelSyntaxError, match=message) as info:
+        kernel(func)(*args)
+    assert f":{func.__code__.co_firstlineno + 1}:" in str(info.value)
