@@ -2,6 +2,7 @@
 import functools
 import inspect
 import math
+import re
 import types
 
 import numpy as np
@@ -242,10 +243,11 @@ class Specialization:
         status, _ = module.check(syms)
         if status:
             check = self.forward.checks[status - 1]
-            sizes = ", ".join(f"{s}={v}" for s, v in zip(self.sdfg.symbols, syms[:-2])
-                              if not s.name.startswith("__"))
-            raise BoundsError(f"{self.sdfg.filename}:{check.line}: {check.message} "
-                              f"(at {sizes})")
+            sizes = ", ".join(f"{_size_name(s.name)}={v}"
+                              for s, v in zip(self.sdfg.symbols, syms[:-2])
+                              if _size_name(s.name))
+            raise BoundsError(f"{self.sdfg.filename}:{check.line}: {check.message}"
+                              + (f" (at {sizes})" if sizes else ""))
 
     def run(self, module, entry, syms, buffers, tape=None, position=0):
         self.verify(module, syms)
@@ -299,6 +301,15 @@ def _launch_plans(spec):
             lines.append(f"GPU launch plan of the {what}:")
             lines += ["  " + line for line in launch_plan(artefact.source)]
     return lines
+
+
+def _size_name(symbol):
+    """How a size reads in messages: ``N``, or ``A.shape[0]`` for the sizes the engine
+    names after an unannotated argument (``__A_0``); None for other internal symbols."""
+    m = re.fullmatch(r"__(.+)_(\d+)", symbol)
+    if m:
+        return f"{m.group(1)}.shape[{m.group(2)}]"
+    return None if symbol.startswith("__") else symbol
 
 
 def output_key(name):

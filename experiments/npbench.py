@@ -20,8 +20,8 @@ hang is recorded as "crashed"/"timeout" and the runner goes on):
    ``adjoint.vjp`` with random cotangents for every written array and the return value;
    <pullback(cot), d> against the central difference of L(x) = <cot, F(x)>, F the ORIGINAL
    function, along two random directions d over every float input (each scaled by its
-   input's RMS, so a step h perturbs every input by about h relative); h = 1e-6, then 1e-5
-   and 1e-7 where the first misses (a wrong gradient misses at every h); within GRAD_RTOL;
+   input's RMS, so a step h perturbs every input by about h relative); h = 1e-6, then 1e-5,
+   1e-7 and 1e-8 where the first misses (a wrong gradient misses at every h); within GRAD_RTOL;
 4. times, the process pinned to one core (experiments/bench_timing.py): NumPy, the
    engine's forward and its gradient (vjp + pullback: forward and reverse sweeps), best of
    ``--repeats`` calls taking turns on fresh copies; compile = first call minus steady
@@ -61,7 +61,10 @@ RESULTS = ROOT / "experiments" / "results"
 RECURSION_LIMIT = 20_000     # as experiments/bench.py: the planner recurses on long loops
 FWD_RTOL = 1e-5              # NPBench's default norm_error (npbench/infrastructure/utilities.py)
 GRAD_RTOL = 1e-5
-STEPS = (1e-6, 1e-5, 1e-7)   # finite-difference steps, relative to each input's RMS
+# Finite-difference steps, relative to each input's RMS; 1e-8 for badly conditioned
+# kernels (cholesky at S: condition number ~2e6, where 1e-7 still misses by 3e-5 while
+# the complex-step derivative agrees with the engine's to 1e-13).
+STEPS = (1e-6, 1e-5, 1e-7, 1e-8)
 DIRECTIONS = 2
 
 # The AD set: the 37 NPBench kernels DaCe AD (arXiv 2509.02197) is run on in DaCe's own

@@ -205,7 +205,14 @@ def view_after_its_loop(A: float64[N, M]) -> float:
     return s
 
 
-ARRAY_ERRORS = [mismatched_slices, mismatched_operands, mismatched_axis_reduction,
+def index_past_a_slice(A: float64[N]) -> float:     # was: read A[i], NumPy raises
+    s = 0.0
+    for i in range(1, N):
+        s += A[:i][i]  # ERR
+    return s
+
+
+ARRAY_ERRORS = [index_past_a_slice, mismatched_slices, mismatched_operands, mismatched_axis_reduction,
                 mismatched_mask, array_returned, mask_read, runtime_step, loop_sized_temporary,
                 scalar_needed, view_after_its_loop]
 
@@ -330,3 +337,15 @@ def test_maxima_and_minima_propagate_nan_as_numpy_does():
     clamp_both_ways(x, y)
     want = np.maximum(x, 0.5) + np.minimum(0.2, x) + np.clip(x, 0.0, 1.0)
     np.testing.assert_array_equal(y, want)
+
+
+def _last_of_first(x, k):
+    return x[:k][k - 1] + x[1:][0]
+
+
+def test_index_into_a_slice_is_checked_per_call():
+    k = kernel(_last_of_first)
+    x = np.arange(5.0)
+    assert k(x, 3) == _last_of_first(x, 3)
+    with pytest.raises(BoundsError, match="outside the axis of length k"):
+        k(x, 0)                  # x[:0][-1]: NumPy raises IndexError

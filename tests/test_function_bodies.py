@@ -3,6 +3,8 @@ defined in the body (``def``, ``f = lambda ...``), inlined at each call.
 
 Forward results against the function run as plain Python, gradients against central
 differences; what stays unsupported is refused naming the line."""
+import functools
+
 import numpy as np
 import pytest
 
@@ -86,3 +88,37 @@ def test_decorated_local_function_is_refused_naming_the_line():
         kernel(decorated_inside)(np.ones(3))
     line = decorated_inside.__code__.co_firstlineno + 2
     assert f"test_function_bodies.py:{line}:" in str(info.value), str(info.value)
+
+
+def _doubled(f):
+    @functools.wraps(f)
+    def wrapper(x):
+        return 2.0 * f(x)
+    return wrapper
+
+
+@_doubled
+def doubled_sin(x):
+    return np.sin(x)
+
+
+def calls_decorated(u):
+    return np.sum(doubled_sin(u))       # was: compiled without the decorator (sin, not 2 sin)
+
+
+class Model:
+    F = 8.0
+
+    def rhs(self, x):
+        return np.sum(x * self.F)
+
+
+def test_decorated_functions_and_methods_are_refused_not_compiled_as_their_insides():
+    with pytest.raises(KernelSyntaxError, match="wrapped by a decorator") as info:
+        kernel(calls_decorated)(np.ones(3))
+    line = calls_decorated.__code__.co_firstlineno + 1
+    assert f"test_function_bodies.py:{line}:" in str(info.value), str(info.value)
+    with pytest.raises(KernelSyntaxError, match="wrapped by a decorator"):
+        kernel(doubled_sin)
+    with pytest.raises(KernelSyntaxError, match="is a method"):
+        kernel(Model().rhs)

@@ -12,7 +12,7 @@ from ..analysis.activity import closure, dependencies
 from ..sdfg.arithmetic import TANGENT
 from ..sdfg.nodes import (ConditionalRegion, Container, LoopRegion, MapScope, MatMul, Memlet,
                           Sequence, State, Tasklet)
-from .partials import partial
+from .partials import partial, times
 
 
 def tangent_name(name):
@@ -73,6 +73,6 @@ def _node(node, varied):
         if m.data in varied:
             d = sp.Symbol(f"__d{k}", real=True)
             inputs.append((d, Memlet(tangent_name(m.data), m.subset)))
-            terms.append(partial(expr, conn) * d)
+            terms.append(times(d, partial(expr, conn)))
     tangent = (Memlet(tangent_name(out.data), out.subset, out.wcr), sp.Add(*terms))
     return Tasklet(tuple(inputs), (tangent, (out, expr)), node.line)

@@ -28,3 +28,14 @@ def _one_division_per_denominator(d):
 
 def _divisors(e):
     return [p.base for p in e.atoms(sp.Pow) if p.exp.is_negative]
+
+
+def times(factor, d):
+    """``factor * d``, a chain-rule term, where an exactly zero factor (a cotangent or a
+    tangent) gives zero even when the partial ``d`` is infinite: the distance of a point
+    to itself, ``sqrt(dx*dx)`` at 0, has an infinite derivative times a zero adjoint, and
+    the term must vanish, not be nan. Only partials that can be infinite where the value
+    is finite get the test: fractional negative powers (sqrt, x**0.5, asin, acos)."""
+    if not any(p.exp.is_negative and not p.exp.is_integer for p in d.atoms(sp.Pow)):
+        return factor * d
+    return sp.Piecewise((sp.Integer(0), sp.Eq(factor, 0)), (factor * d, True))

@@ -27,7 +27,7 @@ from ..sdfg.nodes import (SDFG, ConditionalRegion, Container, Guard, LoopRegion,
 from ..codegen.c import counted_loop
 from .first_touch import assign_first
 from .gather import gather
-from .partials import partial
+from .partials import partial, times
 from .remat import Rematerialised, rematerialise
 
 G = sp.Symbol("__g", real=True)
@@ -700,7 +700,7 @@ class _Reverser:
             if m.data == out.data and m.subset == out.subset:
                 self_coeff += d
             elif d != 0:
-                writes.append((Memlet(adjoint_name(m.data), m.subset, "sum"), G * d))
+                writes.append((Memlet(adjoint_name(m.data), m.subset, "sum"), times(G, d)))
         if self_coeff != 1 and not (self_coeff == 0 and t in self.first_writes):
             writes.insert(0, (Memlet(adjoint_name(out.data), out.subset), G * self_coeff))
         if writes:
@@ -723,7 +723,7 @@ class _Reverser:
             d = partial(value, conn)
             if m.data in self.active and d != 0:
                 writes.append((Memlet(adjoint_name(m.data), m.subset, "sum"),
-                               sp.Piecewise((G * d, hit), (0, True))))
+                               sp.Piecewise((times(G, d), hit), (0, True))))
         return [Tasklet(tuple(inputs.items()), tuple(writes), t.line)]
 
 

@@ -10,6 +10,7 @@ A :class:`View` says which container element each index names; an ArrayExpr that
 carries one is memory (an argument, a temporary or a slice of them) and can be
 written.
 """
+import re
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -122,7 +123,9 @@ def same_size(a, b):
 
 
 def fmt_shape(shape):
-    inner = ", ".join(str(s) for s in shape)
+    """A shape as messages show it: the sizes of an unannotated argument ``A`` (the
+    engine's ``__A_0``) read ``A.shape[0]``."""
+    inner = ", ".join(re.sub(r"__(\w+?)_(\d+)\b", r"\1.shape[\2]", str(s)) for s in shape)
     return f"({inner},)" if len(shape) == 1 else f"({inner})"
 
 

@@ -225,7 +225,7 @@ class ArrayBuilder:
         if sum(_is_ellipsis(i) for i in items) > 1 or len(real) > base.rank:
             raise self.src.error(node, f"`{ast.unparse(node)}` has {len(real)} indices for "
                                        f"an array of {base.rank} dimensions")
-        out, axis = [], 0
+        out, axis, narrowed = [], 0, _narrowed_axes(base)
         for item in items:
             if _is_new_axis(self.ex, item):
                 out.append(("new",))
@@ -235,9 +235,36 @@ class ArrayBuilder:
                     axis += 1
             else:
                 out.append(self._item(item, base.shape[axis]))
+                if out[-1][0] == "index" and axis in narrowed:
+                    self._check_index(item, out[-1][1], base.shape[axis])
                 axis += 1
         out += [self._full(n) for n in base.shape[axis:]]
         return out
+
+    def _check_index(self, node, i, size):
+        """``0 <= i < size`` for an index into a slice or a computed array (``x[:k][j]``),
+        which the bounds analysis of the memory behind it cannot see: NumPy raises
+        IndexError where it fails. Proven over the loops around it, else checked per call
+        where it depends on sizes only, else refused."""
+        from ..analysis.bounds import minimum
+        loops = [f.region for f in self.kernel.loops if getattr(f, "region", None) is not None]
+        for low in (i, size - 1 - i):
+            low = sp.expand(low)
+            if not low.free_symbols <= set(self.kernel.symbols):
+                low = minimum(low, loops)
+            if low is not None and low.is_nonnegative:
+                continue
+            if low is not None and (low.is_negative or low.is_number):
+                raise self.src.error(node, f"index `{ast.unparse(node)}` is outside the axis "
+                                           f"of length {size} it indexes (NumPy raises "
+                                           "IndexError)")
+            if low is None or not low.free_symbols <= set(self.kernel.symbols):
+                raise self.src.error(node, f"cannot show that index `{ast.unparse(node)}` "
+                                           f"lies in the axis of length {size} it indexes (a "
+                                           "slice or a computed array, where NumPy would "
+                                           "raise IndexError); index the array itself")
+            self.assume(node, sp.Ge(low, 0), f"index `{ast.unparse(node)}` is outside the "
+                                             f"axis of length {size} it indexes")
 
     @staticmethod
     def _full(size):
@@ -354,6 +381,21 @@ class ArrayBuilder:
         entry = (condition, self.line(node), message)
         if entry not in self.state.assumptions:
             self.state.assumptions.append(entry)
+
+
+def _narrowed_axes(base):
+    """Axes of ``base`` whose indices the bounds analysis does not check: those of a
+    computed array, and those of a view shorter than the container axis they map to."""
+    if base.view is None:
+        return set(range(base.rank))
+    out = set()
+    for a in range(base.rank):
+        owners = [c for c, e in enumerate(base.view.subset)
+                  if AXES[a] in sp.sympify(e).free_symbols]
+        if len(owners) != 1 or sp.sympify(base.view.subset[owners[0]]) != AXES[a] or \
+                same_size(base.shape[a], base.view.container.shape[owners[0]]) is not True:
+            out.add(a)
+    return out
 
 
 def _is_new_axis(ex, item):

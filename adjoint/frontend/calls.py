@@ -137,7 +137,8 @@ def _plain_function(target):
     """A ``def`` of the user's program with readable source: not a lambda, not NumPy's,
     SciPy's or the standard library's own Python functions (those are the language's
     functions, or unsupported)."""
-    if not inspect.isfunction(target) or target.__name__ == "<lambda>":
+    if not inspect.isfunction(target) or target.__name__ == "<lambda>" or \
+            hasattr(target, "__wrapped__"):                     # decorated: see the hint
         return False
     module = (getattr(target, "__module__", None) or "").split(".")[0]
     if module in LIBRARIES or module in sys.stdlib_module_names:
@@ -157,6 +158,10 @@ def plain_function_hint(kernel, node):
     func = node.func if isinstance(node, ast.Call) else None
     if not isinstance(func, ast.Name) or func.id in kernel.scope:
         return ""
+    if hasattr(kernel.src.globals.get(func.id), "__wrapped__"):
+        return (f"; `{func.id}` is wrapped by a decorator, and the engine would compile the "
+                "function inside without what the decorator does: call the undecorated "
+                "function, or write the decorator's work into the kernel")
     if callable(kernel.src.globals.get(func.id)):
         return (f"; `{func.id}` has no Python source the engine can read (a builtin, a C "
                 "extension or a library function): only Python functions defined in your "

@@ -22,6 +22,7 @@ from .expressions import ExpressionBuilder, IntValue
 class LoopFrame:
     brk: Optional[Container] = None      # set by break (and by a while loop's test)
     cnt: Optional[Container] = None      # set by continue, cleared each iteration
+    region: Optional[LoopRegion] = None  # a for loop's range (body left out), for proofs
 
 
 class LoopLowering:
@@ -52,7 +53,7 @@ class LoopLowering:
         symbol = sp.Symbol(var, integer=True)
         copies_, copies = self.binds.own_copies(self, stmt.body, self.line(stmt))
         self.scope[var] = IntValue(symbol)
-        frame = LoopFrame()
+        frame = LoopFrame(region=LoopRegion(symbol, start, stop, step, Sequence(())))
         self.loops.append(frame)
         try:
             body = self._body(stmt, copies)

@@ -251,13 +251,30 @@ class KernelBuilder(LoopLowering):
         elif isinstance(value, (ast.Tuple, ast.List)) and \
                 not any(isinstance(e, ast.Starred) for e in value.elts):
             values = value.elts
+        elif isinstance(value, (ast.Name, ast.Subscript, ast.Attribute, ast.Call, ast.BinOp,
+                                ast.UnaryOp)):
+            values = self._rows(stmt, value, count)     # an array's rows
         else:
             raise self.src.error(stmt, f"`{_first_line(stmt)}`: unpack a tuple of values "
-                                       "(`a, b = b, a`), `A.shape` or a kernel call")
+                                       "(`a, b = b, a`), an array's rows, `A.shape` or a "
+                                       "kernel call")
         if len(values) != count:
             raise self.src.error(stmt, f"`{_first_line(stmt)}` unpacks {len(values)} value"
                                        f"{'s' if len(values) != 1 else ''} into {count} names")
         return values
+
+    def _rows(self, stmt, value, count):
+        """``x, y, z = A``: A[0], A[1], A[2], with len(A) == 3 checked per call."""
+        b = ArrayBuilder(ExpressionBuilder(self, self.scope))
+        v = b.expr(value)
+        if not v.rank:
+            raise self.src.error(stmt, f"`{_first_line(stmt)}`: unpack a tuple of values "
+                                       "(`a, b = b, a`), an array's rows, `A.shape` or a "
+                                       "kernel call; this is a single number")
+        b.agree(stmt, v.shape[0], sp.Integer(count), v.shape, (count,),
+                "array and names")
+        return [ast.copy_location(ast.Subscript(value, ast.Constant(k), ast.Load()), value)
+                for k in range(count)]
 
     def _stmt_AugAssign(self, stmt):
         if type(stmt.op) not in AUG_OPS:

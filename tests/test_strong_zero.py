@@ -1,0 +1,47 @@
+"""A zero cotangent (or tangent) times an infinite partial is zero.
+
+Distances ``r = sqrt(dx*dx + dy*dy)`` of a particle to itself are 0, where sqrt's
+derivative is infinite; the self-term's adjoint is exactly 0 (``dW/dr = 0`` at 0), so the
+contribution must be 0, not 0 * inf = nan (as the SPH codes' ``getAcc`` got it). Checked
+against central differences of the plain Python function. (A zero factor inside the same statement as
+the infinite partial, ``np.sqrt(x * x) * (x - x)`` in one expression, still gives nan.)"""
+import numpy as np
+import pytest
+
+from adjoint import jvp, kernel, vjp
+from kernel_testing import fd_atol, fd_directional, inner
+
+
+def pair_energy(x, y, h):
+    dx = x[:, None] - x[None, :]          # zero on the diagonal
+    dy = y[:, None] - y[None, :]
+    r = np.sqrt(dx * dx + dy * dy)
+    return np.sum(np.exp(-(r * r) / (h * h)))
+
+
+def powers(x):
+    s = x * x
+    r = np.sqrt(s)                        # infinite derivatives at 0 ...
+    q = s ** 0.75
+    return np.sum(r * 0.0 + q * (x - x))  # ... times exactly zero adjoints
+
+
+@pytest.mark.parametrize("f, args", [(pair_energy, (np.linspace(0.0, 1.0, 5),
+                                                    np.cos(np.arange(5.0)), 0.7)),
+                                     (powers, (np.array([0.0, 1.0, -2.0]),))],
+                         ids=["pair_energy", "powers"])
+def test_zero_times_infinite_partial_is_zero(f, args):
+    k = kernel(f)
+    names = ["x", "y", "h"][:len(args)] if f is pair_energy else ["x"]
+    index_of = {n: i for i, n in enumerate(names)}
+    rng = np.random.default_rng(3)
+    d = {n: (rng.standard_normal(np.shape(a)) if isinstance(a, np.ndarray) else 0.3)
+         for n, a in zip(names, args)}
+    want = fd_directional(lambda xs: f(*xs), args, index_of, d)
+    _, pullback = vjp(k, *args)
+    back = pullback({"return": 1.0})
+    assert all(np.all(np.isfinite(back[n])) for n in names)
+    got = sum(inner(back[n], d[n]) for n in names)
+    assert got == pytest.approx(want, rel=1e-7, abs=fd_atol(f(*args)))
+    _, dots = jvp(k, args, d)
+    assert dots["return"] == pytest.approx(want, rel=1e-7, abs=fd_atol(f(*args)))
