@@ -5,8 +5,8 @@ if it influences an output; only containers that are both (active) get
 adjoints. Container-level and flow-insensitive: sound, and exact for the
 kernels where it matters (parameters, states, losses).
 """
-from ..sdfg.nodes import (LoopRegion, MapScope, MatMul, Tasklet, condition_containers,
-                          index_loads, library_nodes, tasklets, walk)
+from ..sdfg.nodes import MapScope, State, library_nodes, regions, tasklets
+from .dependence import READ, accesses, node_accesses, own_accesses
 
 
 def dependencies(sdfg):
@@ -44,14 +44,13 @@ def closure(start, edges):
 
 
 def written_containers(sdfg):
-    return frozenset({m.data for t, _, _ in tasklets(sdfg.body) for m, _ in t.outputs}
-                     | {mm.out for mm in library_nodes(sdfg.body)})
+    return frozenset(a.data for a in accesses(sdfg.body) if a.kind != READ)
 
 
 def accessed_containers(sdfg):
     """Every container ``sdfg`` may read or write, in indices, loop bounds and branch
     conditions too."""
-    return frozenset().union(*(_touched(n, c, sdfg.containers) for n, c in walk(sdfg.body)))
+    return frozenset(a.data for a in accesses(sdfg.body, sdfg.containers))
 
 
 def filled_first(sdfg):
@@ -59,10 +58,14 @@ def filled_first(sdfg):
     assigning every element (``lap = np.zeros((N, M))``, an array expression's
     temporary): whatever a buffer for them holds at the start is never read."""
     seen, filled = set(), set()
-    for node, context in walk(sdfg.body):
-        if not context and isinstance(node, MapScope):
-            filled |= _fills(node, sdfg.containers) - seen
-        seen |= _touched(node, context, sdfg.containers)
+    for region, context in regions(sdfg.body):
+        if not (isinstance(region, State) and not context):
+            seen |= {a.data for a in own_accesses(region, context, sdfg.containers)}
+            continue
+        for node in region.nodes:
+            if isinstance(node, MapScope):
+                filled |= _fills(node, sdfg.containers) - seen
+            seen |= {a.data for a in node_accesses(node)}
     return frozenset(filled)
 
 
@@ -83,24 +86,3 @@ def _fills(node, containers):
                     and m.data not in read:
                 out.add(m.data)
     return out - read
-
-
-def _touched(node, context, containers):
-    """Every container the node, or the loops and conditions around it, may access."""
-    if isinstance(node, MatMul):
-        return {node.out, node.a, node.b}
-    memlets = []
-    for t in (node.body if isinstance(node, MapScope) else (node,)):
-        if isinstance(t, Tasklet):
-            memlets += [m for _, m in t.inputs] + [m for m, _ in t.outputs]
-        elif hasattr(t, "memlet"):
-            memlets.append(t.memlet)
-    exprs = [e for m in memlets for e in m.subset]
-    exprs += [x for r in context if isinstance(r, LoopRegion) for x in (r.start, r.stop)
-              if x is not None]
-    if isinstance(node, MapScope):
-        exprs += [x for r in node.ranges for x in r]
-    conditions = {name for r in context if not isinstance(r, LoopRegion)
-                  for name in condition_containers(r.condition, containers)}
-    return {m.data for m in memlets} | {name for e in exprs for name, _ in index_loads(e)} \
-        | conditions

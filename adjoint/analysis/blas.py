@@ -19,9 +19,10 @@ import numpy as np
 import sympy as sp
 
 from ..sdfg.arithmetic import factors_of
-from ..sdfg.nodes import (ConditionalRegion, Container, LoopRegion, MapScope, MatMul, Memlet,
-                          Sequence, State, Tasklet, every_element, index_loads, self_update,
-                          walk)
+from ..sdfg.nodes import (Container, LoopRegion, MapScope, MatMul, Memlet, Sequence, State,
+                          Tasklet, every_element, index_loads, self_update, walk)
+from ..sdfg.visit import Transformer, flattened
+from .dependence import Scope, counted
 
 
 def products(sdfg):
@@ -32,18 +33,10 @@ def products(sdfg):
     return sdfg.replace(body=body, containers=rewrite.containers)
 
 
-class _Products:
+class _Products(Transformer):
     def __init__(self, containers):
+        super().__init__()
         self.containers = containers    # grows by the transients of scaled products
-
-    def region(self, region):
-        if isinstance(region, Sequence):
-            return Sequence(tuple(out for e in region.elements for out in (
-                self.loop(e) if isinstance(e, LoopRegion) else [self.region(e)])))
-        if isinstance(region, ConditionalRegion):
-            return replace(region, branches=tuple((c, self.region(b))
-                                                  for c, b in region.branches))
-        return region
 
     def loop(self, loop):
         """The regions replacing ``loop``: its distributed pieces, products as MatMuls,
@@ -51,7 +44,7 @@ class _Products:
         pieces = _distributed(loop)
         matches = [_match(piece, self.containers) for piece in pieces]
         if not any(matches):
-            return [replace(loop, body=self.region(loop.body))]
+            return [super().loop(loop)]
         return [piece if match is None else State(self.matmul(**match), f"matmul_{loop.line}")
                 for piece, match in zip(pieces, matches)]
 
@@ -84,14 +77,9 @@ def _distributed(loop):
     if not _independent(loop):
         return [loop]
     return [replace(loop, body=Sequence((inner,)))
-            for element in _statements(loop.body)
+            for element in flattened(loop.body)
             for inner in (_distributed(element) if isinstance(element, LoopRegion)
                           else [element])]
-
-
-def _statements(sequence):
-    for e in sequence.elements:
-        yield from _statements(e) if isinstance(e, Sequence) else [e]
 
 
 def _independent(loop):
@@ -100,41 +88,26 @@ def _independent(loop):
     dimension, of every access to each container the body writes, so each iteration
     touches its own elements of those; everything else is only read. Running each
     statement for all iterations in turn is then what the loop does."""
-    if not _counted(loop):
+    if not counted(loop):
         return False
-    accesses = []
     for node, context in walk(loop.body):
-        if not all(isinstance(c, LoopRegion) and _counted(c) and c.var != loop.var
+        if not all(isinstance(c, LoopRegion) and counted(c) and c.var != loop.var
                    for c in context):
             return False
-        if isinstance(node, MapScope):
-            if not all(isinstance(t, Tasklet) for t in node.body):
-                return False
-            accesses += [m for t in node.body for m in _memlets(t)]
-        elif isinstance(node, Tasklet):
-            accesses += _memlets(node)
-        else:
+        tasks = node.body if isinstance(node, MapScope) else (node,)
+        if not all(isinstance(t, Tasklet) for t in tasks):
             return False
-    if any(index_loads(i) for m, _ in accesses for i in m.subset):
+    scope = Scope(loop.body)
+    if any(index_loads(e) for a in scope.accesses if a.node is not None for e in a.subset):
         return False
-    written = {m.data for m, write in accesses if write}
-    return all(_indexed_by(loop.var, [m.subset for m, _ in accesses if m.data == name])
-               for name in written)
-
-
-def _memlets(t):
-    """(memlet, written) for every access of a tasklet."""
-    return [(m, False) for _, m in t.inputs] + [(m, True) for m, _ in t.outputs]
+    return all(_indexed_by(loop.var, [a.subset for a in scope.by_data[name]])
+               for name in scope.written)
 
 
 def _indexed_by(var, subsets):
     """Whether ``var`` is the index in one same dimension of every subset."""
     rank = len(subsets[0])
     return any(all(len(s) == rank and s[d] == var for s in subsets) for d in range(rank))
-
-
-def _counted(loop):
-    return loop.exit is None and loop.stop is not None and not loop.reverse
 
 
 def _match(loop, containers):
@@ -208,9 +181,9 @@ def _perfect_nest(loop, depth):
     each the only statement of the one around it, around a single tasklet; else None."""
     loops = [loop]
     while True:
-        if not _counted(loops[-1]):
+        if not counted(loops[-1]):
             return None
-        body = list(_statements(loops[-1].body))
+        body = list(flattened(loops[-1].body))
         if len(body) != 1:
             return None
         if len(loops) == depth:

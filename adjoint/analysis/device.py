@@ -5,7 +5,7 @@ A GPU runs more in parallel than the CPU threads of ``analysis.parallel`` allow:
 - a counted loop whose iterations meet only through sums (two iterations adding into
   one element, as a reverse sweep scatters adjoints) is a kernel whose shared sums are
   ``atomicAdd``s; every other pair of accesses to an element, one of them a write or a
-  sum, must come from one iteration (the test of ``analysis.parallel``);
+  sum, must come from one iteration (``analysis.dependence``, as for OpenMP);
 - a loop or map whose body pushes (recording) or pops (reverse sweep) a fixed number of
   elements per iteration, outside any inner loop or condition, is a kernel too: each
   iteration computes the tape positions the sequential order would use;
@@ -20,22 +20,12 @@ from dataclasses import dataclass, replace
 
 import sympy as sp
 
-from ..sdfg.nodes import (Guard, LoopRegion, MapScope, MatMul, Memlet, Pop, Push, Sequence,
-                          State, Tasklet, elements, index_loads, walk)
-from .parallel import _isolates, _Marker, injective, shared_sums
+from ..sdfg.nodes import (LoopRegion, MapScope, MatMul, Memlet, Pop, Push, Sequence, Tasklet,
+                          elements, index_loads, loops, walk)
+from .dependence import SUM, Scope, counted, injective, private_scalar, trips_taped
+from .parallel import _Marker, shared_sums
 
 LEVELS = 3      # loops one kernel's grid covers
-
-
-@dataclass(frozen=True)
-class Access:
-    """One access of a kernel body: ``kind`` is 'read', 'write' or 'sum'; ``inner``
-    holds the variables of the loops and maps around it inside the kernel."""
-    data: str
-    subset: tuple
-    kind: str
-    inner: frozenset
-    tape: bool = False      # a push or pop
 
 
 @dataclass(frozen=True)
@@ -168,133 +158,61 @@ def _rectangular(loop, outer):
                for x in (loop.start, loop.stop, loop.step) if x is not None)
 
 
-def _counted(loop):
-    return (loop.stop is not None and loop.exit is None and not loop.tape_trips
-            and loop.step.is_number and loop.step != 0)
-
-
 def _nest(sdfg, chain):
-    if not all(_counted(r) for r in chain):
+    if not all(counted(r) and r.step.is_number and r.step != 0 for r in chain):
         return None
     innermost = chain[-1]
-    found = _accesses(innermost.body)
-    if found is None:
-        return None
-    accesses, tape = found
-    if tape is None:
+    scope, tape = Scope(innermost.body, sdfg.containers), _tape(innermost.body)
+    if scope.products() or tape is None:
         return None
     kind, count = tape
     if kind and len({r.reverse for r in chain}) > 1:
         return None
     # A taped scalar must be private like any written one (a push reads it, a pop writes
     # it): recorded once per iteration (a decision on data), not carried across them.
-    marker = _Marker(sdfg)
     private, sums = [], []
-    for name in sorted({a.data for a in accesses if a.kind != "read"}):
+    for name in sorted(scope.written):
         if sdfg.containers[name].is_scalar:
-            kinds = {a.kind for a in accesses if a.data == name}
-            if kinds == {"sum"}:
+            kinds = scope.kinds(name)
+            if kinds == {SUM}:
                 sums.append(name)
-            elif "sum" in kinds or not marker._private(name, innermost):
+            elif SUM in kinds or not private_scalar(name, innermost, sdfg.body,
+                                                    sdfg.containers):
                 return None
             else:
                 private.append(name)
     variables = {r.var for r in chain}
-    arrays = [a for a in accesses if not sdfg.containers[a.data].is_scalar]
-    by_data = {}
-    for a in arrays:
-        by_data.setdefault(a.data, []).append(a)
     atomic = set()
-    for name, group in by_data.items():
-        for x in group:
-            if x.kind == "read":
+    for name in scope.by_data:
+        if sdfg.containers[name].is_scalar:
+            continue
+        for x, y in scope.meeting(name, variables):
+            if x.kind == y.kind == SUM:
+                atomic.add(Memlet(x.data, x.subset, "sum"))
                 continue
-            for y in group:
-                if _same_iteration(x, y, variables):
-                    continue
-                if x.kind == "sum" and y.kind == "sum":
-                    atomic.add(Memlet(x.data, x.subset, "sum"))
-                    continue
-                return None
+            return None
     order = list(sdfg.containers)
     private.sort(key=order.index)
     return Nest(chain, tuple(private), frozenset(atomic), kind, count, tuple(sums))
 
 
-def _same_iteration(x, y, variables):
-    """Accesses x and y can touch one element only from one iteration of the grid."""
-    others = x.inner | y.inner
-    for v in variables:
-        rest = (variables - {v}) | others
-        if not any(sp.expand(a - b) == 0 and _isolates(a, v, rest)
-                   for a, b in zip(x.subset, y.subset)):
-            return False
-    return True
-
-
-def _accesses(body):
-    """(accesses, (tape kind, tape elements per iteration)) of a kernel body; tape None
-    when its tape use is not a fixed count per iteration; None when it holds a MatMul."""
-    accesses, pushes, pops, nested_tape = [], 0, 0, False
+def _tape(body):
+    """(tape kind, tape elements per iteration) of a kernel body: pushes or pops in its
+    own states (not in loops, conditions or maps); None when its tape use is not such
+    a fixed count (a trip count taped inside, pushes and pops both)."""
+    if any(trips_taped(r) for r in loops(body)):
+        return None
+    pushes = pops = 0
     for node, context in walk(body):
-        inner = frozenset(r.var for r in context if isinstance(r, LoopRegion))
-        for r in context:
-            if isinstance(r, LoopRegion):
-                if r.tape_trips or (r.reverse and r.exit is not None):
-                    nested_tape = True
-                for x in (r.start, r.stop, r.step):
-                    accesses += _loads(x, inner)
-            elif isinstance(r, Guard):
-                accesses += _loads(r.condition, inner)
-        if isinstance(node, MatMul):
+        leaves = node.body if isinstance(node, MapScope) else (node,)
+        taped = [t for t in leaves if isinstance(t, (Push, Pop))]
+        if taped and (context or isinstance(node, MapScope)):
             return None
-        top = not context
-        if isinstance(node, MapScope):
-            inner = inner | set(node.params)
-            for t in node.body:
-                if isinstance(t, Push):
-                    nested_tape = True
-                    accesses.append(_access(t.memlet, "read", inner, tape=True))
-                else:
-                    accesses += _tasklet(t, inner)
-        elif isinstance(node, Tasklet):
-            accesses += _tasklet(node, inner)
-        elif isinstance(node, Push):
-            pushes += 1
-            nested_tape |= not top
-            accesses.append(_access(node.memlet, "read", inner, tape=True))
-        elif isinstance(node, Pop):
-            pops += 1
-            nested_tape |= not top
-            accesses.append(_access(node.memlet, "write", inner, tape=True))
-    if nested_tape or (pushes and pops):
-        return accesses, None
-    kind = "push" if pushes else "pop" if pops else ""
-    return accesses, (kind, pushes + pops)
-
-
-def _tasklet(t, inner):
-    out = []
-    for _, m in t.inputs:
-        out.append(_access(m, "read", inner))
-        for e in m.subset:
-            out += _loads(e, inner)
-    for m, _ in t.outputs:
-        out.append(_access(m, "sum" if m.wcr else "write", inner))
-        for e in m.subset:
-            out += _loads(e, inner)
-    return out
-
-
-def _access(m, kind, inner, tape=False):
-    return Access(m.data, tuple(m.subset), kind, frozenset(inner), tape)
-
-
-def _loads(expr, inner):
-    if expr is None:
-        return []
-    return [Access(name, tuple(f.args), "read", frozenset(inner))
-            for name, f in index_loads(expr)]
+        pushes += sum(isinstance(t, Push) for t in taped)
+        pops += sum(isinstance(t, Pop) for t in taped)
+    if pushes and pops:
+        return None
+    return ("push" if pushes else "pop" if pops else ""), pushes + pops
 
 
 def has_kernels(item):

@@ -11,31 +11,29 @@ reads (stencils) and different ranges keep the maps apart.
 from dataclasses import replace
 
 from ..sdfg.arithmetic import substitute
-from ..sdfg.nodes import ConditionalRegion, LoopRegion, MapScope, Sequence, State, Tasklet
-from .parallel import injective
+from ..sdfg.nodes import MapScope, State, Tasklet
+from ..sdfg.visit import Transformer
+from .dependence import injective
 
 
 def fuse(sdfg):
     """The SDFG with every fusable pair of consecutive maps fused."""
-    return sdfg.replace(body=_region(sdfg.body))
+    return sdfg.replace(body=_Fusion().region(sdfg.body))
 
 
-def _region(region):
-    if isinstance(region, Sequence):
-        return Sequence(_across_states([_region(e) for e in region.elements]))
-    if isinstance(region, LoopRegion):
-        return replace(region, body=_region(region.body))
-    if isinstance(region, ConditionalRegion):
-        return ConditionalRegion(tuple((c, _region(b)) for c, b in region.branches),
-                                 region.line)
-    nodes = []
-    for node in region.nodes:
-        fused = _fused(nodes[-1], node) if nodes else None
-        if fused is None:
-            nodes.append(node)
-        else:
-            nodes[-1] = fused
-    return State(tuple(nodes), region.label)
+class _Fusion(Transformer):
+    def elements(self, elements):
+        return _across_states(super().elements(elements))
+
+    def state(self, state):
+        nodes = []
+        for node in state.nodes:
+            fused = _fused(nodes[-1], node) if nodes else None
+            if fused is None:
+                nodes.append(node)
+            else:
+                nodes[-1] = fused
+        return State(tuple(nodes), state.label)
 
 
 def _across_states(elements):

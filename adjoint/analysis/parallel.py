@@ -8,9 +8,11 @@ as the loops of its reverse (codegen.c), its outermost parallel like a loop that
 pushes (below): its ranges must not depend on its parameters.
 
 A counted loop is parallel when no element one iteration writes is accessed by
-another: every pair of accesses to a written array must agree, in some dimension,
-on the same expression ``a*v + g`` of the loop variable ``v`` (a != 0, g free of the
-loop's inner variables), so that equal elements imply equal iterations, or, in a
+another (``analysis.dependence``, whose accesses include the elements indices and
+bounds load and the flags conditions read): every pair of accesses to a written array
+must agree, in some dimension, on the same expression ``a*v + g`` of the loop variable
+``v`` (a != 0, g free of the loop's inner variables), so that equal elements imply
+equal iterations, or, in a
 loop at the top of its entry, the written container is only added into (``sums``:
 per-thread copies, as for maps). Scalars written in the body must be private: written
 before any read in every iteration and never read outside the loop, or zero whenever
@@ -26,9 +28,10 @@ from dataclasses import replace
 import sympy as sp
 
 from ..options import options
-from ..sdfg.nodes import (ConditionalRegion, Guard, LoopRegion, MapScope, MatMul, Pop, Push,
-                          Sequence, State, Tasklet, as_reduction, condition_containers,
-                          index_loads, trips, walk)
+from ..sdfg.nodes import (ConditionalRegion, LoopRegion, MapScope, Pop, Push, Sequence,
+                          Tasklet, index_loads, trips)
+from ..sdfg.visit import Transformer
+from .dependence import Scope, counted, injective, private_scalar, same_iteration, trips_taped
 
 PARALLEL_WORK = 32768   # statement instances below which a parallel construct runs on one thread
 
@@ -38,24 +41,20 @@ def parallelize(sdfg):
     return sdfg.replace(body=_Marker(sdfg).region(sdfg.body))
 
 
-class _Marker:
+class _Marker(Transformer):
     def __init__(self, sdfg):
+        super().__init__()
         self.sdfg = sdfg
 
-    def region(self, region, nested=False):
-        if isinstance(region, Sequence):
-            return Sequence(tuple(self.region(e, nested) for e in region.elements))
-        if isinstance(region, LoopRegion):
-            shares = self._parallel_loop(region, nested)
-            if shares is not None:
-                private, sums = shares
-                return replace(region, parallel=True, private=private, sums=sums)
-            return replace(region, body=self.region(region.body, True))
-        if isinstance(region, ConditionalRegion):
-            return ConditionalRegion(tuple((c, self.region(b, nested))
-                                           for c, b in region.branches), region.line)
-        return State(tuple(self._map(n) if isinstance(n, MapScope) else n
-                           for n in region.nodes), region.label)
+    def loop(self, loop):
+        shares = self._parallel_loop(loop, bool(self.loops))
+        if shares is not None:
+            private, sums = shares
+            return replace(loop, parallel=True, private=private, sums=sums)
+        return super().loop(loop)
+
+    def node(self, node):
+        return self._map(node) if isinstance(node, MapScope) else node
 
     def _map(self, node):
         if any(not isinstance(t, (Tasklet, Push)) for t in node.body):
@@ -84,42 +83,25 @@ class _Marker:
         too (a column sum ``gb[j] += ...`` in a loop over rows, a scalar), is summed by
         each thread into a copy of its own: on the CPU, in a loop at the top of its
         entry."""
-        if loop.stop is None or loop.exit is not None or not loop.step.is_number:
+        if not counted(loop) or not loop.step.is_number:
             return None
         tape = tape_per_iteration(loop)
         if (loop.stop - loop.start).is_number and loop.stop - loop.start <= 8 or tape is None:
             return None
-        inner, writes, accesses, read, assigned = set(), {}, {}, set(), set()
-        for node, context in walk(loop.body):
-            inner |= {r.var for r in context if isinstance(r, LoopRegion)}
-            read |= {n for r in context if isinstance(r, Guard)
-                     for n in condition_containers(r.condition, self.sdfg.containers)}
-            if isinstance(node, MatMul):
-                return None
-            tasks = node.body if isinstance(node, MapScope) else (node,)
-            if isinstance(node, MapScope):
-                inner |= set(node.params)
-            for t in tasks:
-                t = as_reduction(t) if isinstance(t, Tasklet) else t    # s = s + ...: a sum
-                for m in _written(t):
-                    writes.setdefault(m.data, []).append(m.subset)
-                    accesses.setdefault(m.data, []).append(m.subset)
-                    if m.wcr != "sum":
-                        assigned.add(m.data)
-                for m in _read(t):
-                    accesses.setdefault(m.data, []).append(m.subset)
-                    read.add(m.data)
+        containers = self.sdfg.containers
+        scope = Scope(loop.body, containers, reductions=True)    # s = s + ...: a sum
+        if scope.products():
+            return None
         summable = options.device == "cpu" and not nested
         private, sums = [], []
-        for name, subsets in writes.items():
-            if self.sdfg.containers[name].is_scalar and (name in loop.zeroed or
-                                                         self._private(name, loop)):
+        for name in scope.written:
+            if containers[name].is_scalar and (name in loop.zeroed or
+                                               self._private(name, loop)):
                 private.append(name)
-            elif not self.sdfg.containers[name].is_scalar and all(
-                    _same_iteration(w, a, loop.var, inner) for w in subsets
-                    for a in accesses[name]):
+            elif not containers[name].is_scalar and \
+                    next(scope.meeting(name, (loop.var,)), None) is None:
                 continue
-            elif summable and name not in read | assigned:
+            elif summable and name not in scope.read | scope.assigned:
                 sums.append(name)
             else:
                 return None
@@ -127,17 +109,6 @@ class _Marker:
 
     def _private(self, name, loop):
         return private_scalar(name, loop, self.sdfg.body, self.sdfg.containers)
-
-
-def private_scalar(name, loop, body, containers):
-    """Whether the scalar ``name`` is private to each iteration of ``loop`` (a loop of
-    ``body``): a transient written before any read in every iteration, and read neither
-    outside the loop nor by its exit test."""
-    if not containers[name].transient or _first_access(loop.body, name) != "write":
-        return False
-    if loop.exit is not None and name in condition_containers(loop.exit, containers):
-        return False
-    return not _read_outside(body, loop, name, containers)
 
 
 def tape_per_iteration(loop):
@@ -158,12 +129,12 @@ def tape_per_iteration(loop):
         if isinstance(region, ConditionalRegion):
             return 0 if all(count(b, bound) == 0 for _, b in region.branches) else None
         if isinstance(region, LoopRegion):
-            if region.tape_trips or (region.reverse and region.exit is not None):
+            if trips_taped(region):
                 return None
             inner = count(region.body, bound | {region.var})
             if inner == 0:
                 return inner
-            if inner is None or region.stop is None or region.exit is not None or not fixed(
+            if inner is None or not counted(region) or not fixed(
                     (region.start, region.stop, region.step), bound):
                 return None
             return trips(region.start, region.stop, region.step) * inner
@@ -193,13 +164,6 @@ def _written(node):
     return [node.memlet] if isinstance(node, Pop) else []
 
 
-def _read(node):
-    """The memlets a tasklet or a push reads."""
-    if isinstance(node, Tasklet):
-        return [m for _, m in node.inputs]
-    return [node.memlet] if isinstance(node, Push) else []
-
-
 def shared_sums(node):
     """Containers a map accumulates into from several iterations (atomic updates);
     sums into scalars are excluded (they use per-thread partial sums)."""
@@ -221,117 +185,6 @@ def shared_across_rows(node):
     out = set()
     for name in shared_sums(node):
         subsets = [m.subset for t in node.body for m, _ in t.outputs if m.data == name]
-        if any(not _same_iteration(w, a, p, inner) for w in subsets for a in subsets):
+        if any(not same_iteration(w, a, (p,), inner) for w in subsets for a in subsets):
             out.add(name)
     return out
-
-
-NEVER, ANY = "never", "any"      # distance: no two points meet; cannot be told
-
-
-def distance(x, y, n):
-    """``u - w`` per variable (``n`` of them) where subset ``x`` at point u names the
-    element subset ``y`` names at w (both as linear_forms); NEVER if no such points,
-    ANY if they cannot be told (not affine alike, or some variable free)."""
-    d = {}
-    for fx, fy in zip(x, y):
-        if fx is None or fy is None or fx[0] != fy[0]:
-            return ANY
-        apart = sp.expand(fy[1] - fx[1])
-        if not apart.is_Integer:
-            return ANY
-        used = [(k, a) for k, a in enumerate(fx[0]) if a]
-        if not used:
-            if apart:
-                return NEVER
-            continue
-        if len(used) > 1:
-            return ANY
-        (k, a), = used
-        if apart % a or d.setdefault(k, apart // a) != apart // a:
-            return NEVER
-    if len(d) < n:
-        return ANY
-    return tuple(int(d[k]) for k in range(n))
-
-
-def linear_form(e, variables):
-    """(integer coefficient of each variable, the rest) of ``e``, or None."""
-    coefficients = tuple(sp.diff(e, v) for v in variables)
-    if not all(c.is_Integer for c in coefficients):
-        return None
-    return coefficients, sp.expand(e - sum(c * v for c, v in zip(coefficients, variables)))
-
-
-def injective(subset, params):
-    """Each parameter alone, with a nonzero constant coefficient, in some dimension."""
-    return all(any(_isolates(e, p, set(params) - {p}) for e in subset) for p in params)
-
-
-def _isolates(e, v, others):
-    e = sp.expand(e)
-    a = sp.diff(e, v)
-    if not a.is_number or a == 0 or index_loads(e):
-        return False
-    return not ((e - a * v).free_symbols & others)
-
-
-def _same_iteration(w, a, v, inner):
-    """Whether accesses ``w`` and ``a`` can only touch one element in one iteration."""
-    return any(sp.expand(x - y) == 0 and _isolates(x, v, inner) for x, y in zip(w, a))
-
-
-def _first_access(region, name):
-    """'write' if the body's first access to the scalar is an unconditional write not
-    reading it (a pop counts as one), or if every access lies in one inner loop each
-    iteration of which writes it first (``s = ...`` inside a row loop); 'read'
-    otherwise; None if never accessed."""
-    for k, element in enumerate(region.elements):
-        if isinstance(element, LoopRegion) and _mentions(element, name):
-            alone = not any(_mentions(e, name) for e in region.elements[k + 1:])
-            return "write" if alone and _first_access(element.body, name) == "write" \
-                else "read"
-        if isinstance(element, State):
-            for node in element.nodes:
-                if isinstance(node, (Tasklet, Pop)):
-                    if any(m.data == name for m in _read(node)):
-                        return "read"
-                    if any(m.data == name for m in _written(node)):
-                        return "write"
-                elif _mentions(node, name):
-                    return "read"
-        elif _mentions(element, name):
-            return "read"
-    return None
-
-
-def _mentions(region, name):
-    dataflow = (Tasklet, MapScope, MatMul, Push, Pop)
-    for node, context in walk(State((region,)) if isinstance(region, dataflow) else region):
-        tasks = node.body if isinstance(node, MapScope) else (node,)
-        for t in tasks:
-            if isinstance(t, Tasklet) and (any(m.data == name for _, m in t.inputs)
-                                           or any(m.data == name for m, _ in t.outputs)):
-                return True
-            if isinstance(t, (Push, Pop)) and t.memlet.data == name:
-                return True
-            if isinstance(t, MatMul) and name in (t.out, t.a, t.b):
-                return True
-        if any(isinstance(r, Guard) and name in {s.name for s in r.condition.free_symbols}
-               for r in context):
-            return True
-    return False
-
-
-def _read_outside(body, loop, name, containers):
-    for node, context in walk(body):
-        if any(r is loop for r in context):
-            continue
-        tasks = node.body if isinstance(node, MapScope) else (node,)
-        if any(isinstance(t, Tasklet) and any(m.data == name for _, m in t.inputs)
-               for t in tasks):
-            return True
-        if any(isinstance(r, Guard) and name in condition_containers(r.condition, containers)
-               for r in context):
-            return True
-    return False

@@ -13,8 +13,10 @@ from dataclasses import replace
 
 import sympy as sp
 
+from ..analysis.dependence import counted, linear_form, node_accesses
 from ..sdfg.nodes import (LoopRegion, MapScope, MatMul, Pop, Push, Sequence, State, Tasklet,
                           elements, index_loads, walk)
+from ..sdfg.visit import Transformer
 
 
 def assign_first(regions, adjoints, seeded):
@@ -26,31 +28,39 @@ def assign_first(regions, adjoints, seeded):
     out = []
     for region in reversed(regions):        # the order the reverse sweeps run in
         sizes = frozenset(region.reverse.symbols)
-        body = _top(region.reverse.body, (adjoints, sizes), seen, boxes)
+        body = _Top((adjoints, sizes), seen, boxes).region(region.reverse.body)
         out.append(replace(region, reverse=region.reverse.replace(body=body)))
     return tuple(reversed(out)), boxes
 
 
-def _top(region, names, seen, boxes):
-    """The region with its top-level statements rewritten (those in branches may not run,
-    those in a loop's body run more than once: what they touch only counts as seen)."""
-    if isinstance(region, Sequence):
-        return Sequence(tuple(_top(e, names, seen, boxes) for e in region.elements))
-    if isinstance(region, State):
-        nodes = []
-        for node in region.nodes:
-            if isinstance(node, MapScope):
-                node = _assigning(node, node.params, node.ranges, node.body, names, seen,
-                                  boxes)
-            seen.update(_names(node))
-            nodes.append(node)
-        return replace(region, nodes=tuple(nodes))
-    nest = _nest(region)
-    if nest is not None:
-        region = _assigning(region, *nest, names, seen, boxes)
-    for node, _ in walk(region):
-        seen.update(_names(node))
-    return region
+class _Top(Transformer):
+    """Rewrites a region's top-level statements (those in branches may not run, those in
+    a loop's body run more than once: what they touch only counts as seen)."""
+
+    def __init__(self, names, seen, boxes):
+        super().__init__()
+        self.names, self.seen, self.boxes = names, seen, boxes
+
+    def node(self, node):
+        if isinstance(node, MapScope):
+            node = _assigning(node, node.params, node.ranges, node.body, self.names,
+                              self.seen, self.boxes)
+        self.seen.update(_names(node))
+        return node
+
+    def loop(self, loop):
+        nest = _nest(loop)
+        if nest is not None:
+            loop = _assigning(loop, *nest, self.names, self.seen, self.boxes)
+        return self._seen(loop)
+
+    def conditional(self, region):
+        return self._seen(region)
+
+    def _seen(self, region):
+        for node, _ in walk(region):
+            self.seen.update(_names(node))
+        return region
 
 
 def _nest(region):
@@ -59,8 +69,7 @@ def _nest(region):
     once: its box is that of the whole range."""
     variables, ranges = [], []
     while isinstance(region, LoopRegion):
-        if region.stop is None or region.exit is not None or region.tape_trips or \
-                region.step != 1:
+        if not counted(region) or region.step != 1:
             return None
         variables.append(region.var)
         ranges.append((region.start, region.stop, region.step))
@@ -108,17 +117,20 @@ def _box(subset, params, ranges, sizes):
     or None."""
     used, box = set(), []
     for e in subset:
-        e = sp.expand(e)
-        present = e.free_symbols & set(params)
-        if not present:
-            box.append((e, e + 1))
+        form = linear_form(e, params)
+        if form is None:
+            return None
+        coefficients, rest = form
+        moving = [(p, a) for p, a in zip(params, coefficients) if a]
+        if not moving:
+            box.append((rest, rest + 1))
             continue
-        p = next(iter(present))
+        (p, a), *others = moving
         start, stop, step = ranges[list(params).index(p)]
-        if len(present) > 1 or p in used or sp.diff(e, p) != 1 or step != 1:
+        if others or p in used or a != 1 or step != 1:
             return None
         used.add(p)
-        box.append((start + e - p, stop + e - p))
+        box.append((start + rest, stop + rest))
     bounds = [sp.sympify(b) for pair in box for b in pair]
     if used != set(params) or any(b.free_symbols - sizes or index_loads(b) for b in bounds):
         return None
@@ -137,12 +149,4 @@ def _with_body(node, body):
 
 def _names(node):
     """The containers a dataflow node touches."""
-    if isinstance(node, MapScope):
-        return set().union(*(_names(t) for t in node.body))
-    if isinstance(node, Tasklet):
-        return {m.data for _, m in node.inputs} | {m.data for m, _ in node.outputs}
-    if isinstance(node, (Push, Pop)):
-        return {node.memlet.data}
-    if isinstance(node, MatMul):
-        return {node.out, node.a, node.b}
-    return set()
+    return {a.data for a in node_accesses(node)}

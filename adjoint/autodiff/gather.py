@@ -53,13 +53,16 @@ from dataclasses import dataclass, field, replace
 
 import sympy as sp
 
-from ..analysis.parallel import ANY, NEVER, PARALLEL_WORK, distance, injective, linear_form
+from ..analysis.dependence import (ANY, NEVER, countable, counted, distance, injective,
+                                   linear_form, same_iteration, stride)
+from ..analysis.parallel import PARALLEL_WORK
 from ..frontend.functions import floordiv
 from ..options import options
 from ..sdfg.arithmetic import substitute
 from ..sdfg.nodes import (SEGMENT, THREADS, ConditionalRegion, LoopRegion, MapScope, Memlet,
                           Pop, Sequence, State, Tasklet, divides, guarded_branches,
                           index_loads)
+from ..sdfg.visit import Transformer
 
 
 MAX_LOOPS = 256      # innermost loops one nest may become; beyond, it stays a scatter
@@ -67,23 +70,24 @@ MAX_LOOPS = 256      # innermost loops one nest may become; beyond, it stays a s
 
 def gather(region):
     """``region`` with every scatter nest of constant offsets rewritten into gathers."""
-    if isinstance(region, Sequence):
-        return Sequence(tuple(gather(e) for e in region.elements))
-    if isinstance(region, LoopRegion):
-        nest, leading = _loop_nest(region)
-        rewritten = _rewrite(nest, leading, region.line) if nest is not None else None
+    return _Gather().region(region)
+
+
+class _Gather(Transformer):
+    def loop(self, loop):
+        nest, leading = _loop_nest(loop)
+        rewritten = _rewrite(nest, leading, loop.line) if nest is not None else None
         if rewritten is None and nest is not None and not leading and \
                 _legal(*_unit_stride(nest, ())):
-            return _forwards(region)    # independent iterations: unit stride, no permutes
+            return _forwards(loop)      # independent iterations: unit stride, no permutes
         if rewritten is None:
-            return replace(region, body=gather(region.body))
-        restores = (_with_body(region, State(leading)),) if leading else ()
-        scatter = _with_body(region, State(nest.tasklets))
-        return Sequence(restores + (_guarded(*rewritten, scatter, region.line),))
-    if isinstance(region, ConditionalRegion):
-        return ConditionalRegion(tuple((c, gather(b)) for c, b in region.branches),
-                                 region.line)
-    return _state(region)
+            return super().loop(loop)
+        restores = (_with_body(loop, State(leading)),) if leading else ()
+        scatter = _with_body(loop, State(nest.tasklets))
+        return Sequence(restores + (_guarded(*rewritten, scatter, loop.line),))
+
+    def state(self, state):
+        return _state(state)
 
 
 def _state(state):
@@ -276,9 +280,7 @@ def _forwards(loop):
 
 def _loop_range(loop):
     """``(start, stop, step)``: the loop's values are ``range(start, stop, step)``, or None."""
-    if loop.stop is None or loop.exit is not None or loop.tape_trips:
-        return None
-    if index_loads(loop.start) or index_loads(loop.stop) or not loop.step.is_Integer:
+    if not (counted(loop) and countable(loop)) or not loop.step.is_Integer:
         return None
     if loop.segment:                    # a checkpointing segment: iterations [__k0, __k1)
         k0, k1 = SEGMENT
@@ -424,7 +426,7 @@ def _parts(memlets, variables):
         by_array.setdefault(m.data, []).append(m)
     part = {}
     for name, accesses in by_array.items():
-        forms = [[_affine(e, variables) for e in m.subset] for m in accesses]
+        forms = [[stride(e, variables) for e in m.subset] for m in accesses]
         split = [d for d, column in enumerate(zip(*forms)) if _lattice(column)]
         for m, form in zip(accesses, forms):
             part[m] = (name,) + tuple(
@@ -439,20 +441,6 @@ def _lattice(forms):
         return False
     (v, a, c), rest = forms[0], forms[1:]
     return abs(a) > 1 and all(w == v and b == a and (d - c).is_Integer for w, b, d in rest)
-
-
-def _affine(e, variables):
-    """``(v, a, c)`` with ``e = a*v + c`` for one of the variables v, a nonzero integer
-    a and c free of the variables; or None."""
-    e = sp.expand(e)
-    used = e.free_symbols & set(variables)
-    if len(used) != 1:
-        return None
-    v, = used
-    a = sp.diff(e, v)
-    if not a.is_Integer or a == 0:
-        return None
-    return v, int(a), e - a * v
 
 
 def _terms(t, variables, part):
@@ -478,7 +466,7 @@ def _shift(subset, variables):
     for e in subset:
         if not e.free_symbols & set(variables):
             continue
-        form = _affine(e, variables)
+        form = stride(e, variables)
         if form is None or form[0] in shift:
             return None, None
         v, a, c = form
@@ -530,18 +518,11 @@ def _scattered(terms, variables):
     for by_key in subsets.values():
         earlier = []
         for key, own in by_key.items():
-            if len(set(own)) > 1 or any(not _same_iteration(x, y, variables)
+            if len(set(own)) > 1 or any(not same_iteration(x, y, variables)
                                         for x in own for y in earlier):
                 scattered.add(key)
             earlier += own
     return scattered
-
-
-def _same_iteration(x, y, variables):
-    """Whether subsets ``x`` and ``y`` name one element only in one iteration: every
-    variable appears, alone and affinely, in a dimension where both are the same."""
-    pinned = {_affine(ex, variables) for ex, ey in zip(x, y) if sp.expand(ex - ey) == 0}
-    return {form[0] for form in pinned if form is not None} == set(variables)
 
 
 def _folded(groups):

@@ -29,9 +29,10 @@ from dataclasses import dataclass, field
 
 import sympy as sp
 
+from ..analysis.dependence import READ, accesses
 from ..sdfg.arithmetic import np_maximum, np_minimum
-from ..sdfg.nodes import (MapScope, Sequence, State, Tasklet, index_loads, library_nodes, loops,
-                          tasklets)
+from ..sdfg.nodes import MapScope, State, Tasklet, index_loads, library_nodes, loops, tasklets
+from ..sdfg.visit import flattened
 
 CHEAP = (np_maximum, np_minimum, sp.Max, sp.Min, sp.Abs, sp.sign, sp.Piecewise)
 
@@ -86,16 +87,17 @@ def rematerialise(body, readers, earlier, containers, kept):
     return Rematerialised(frozenset(names), before, reads)
 
 
-def _steps(region):
-    if isinstance(region, Sequence):
-        return [s for element in region.elements for s in _steps(element)]
-    if isinstance(region, State):
-        return [_Step(t, node, _outputs(t)) if isinstance(t, Tasklet) else
-                _Step(None, node, frozenset({node.out}))
-                for node in region.nodes for t in _tasklets(node) or (node,)]
-    return [_Step(None, region, frozenset(m.data for t, _, _ in tasklets(region)
-                                          for m, _ in t.outputs)
-                  | frozenset(mm.out for mm in library_nodes(region)))]
+def _steps(body):
+    steps = []
+    for region in flattened(body):
+        if not isinstance(region, State):
+            steps.append(_Step(None, region, frozenset(a.data for a in accesses(region)
+                                                       if a.kind != READ)))
+            continue
+        steps += [_Step(t, node, _outputs(t)) if isinstance(t, Tasklet) else
+                  _Step(None, node, frozenset({node.out}))
+                  for node in region.nodes for t in _tasklets(node) or (node,)]
+    return steps
 
 
 def _tasklets(node):

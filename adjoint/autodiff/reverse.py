@@ -18,13 +18,12 @@ from dataclasses import dataclass, field, replace
 import sympy as sp
 
 from ..analysis.activity import active_containers, written_containers
-from ..analysis.parallel import injective, private_scalar
+from ..analysis.dependence import countable, counted, injective, private_scalar
 from ..sdfg.arithmetic import ADJOINT
 from ..sdfg.nodes import (SDFG, ConditionalRegion, Container, Guard, LoopRegion, MapScope,
                           MatMul, Memlet, Pop, Push, Sequence, State, Tasklet,
                           condition_containers, every_element, guarded_branches,
                           library_nodes, loops, self_update, tasklets, walk)
-from ..codegen.c import counted_loop
 from .first_touch import assign_first
 from .gather import gather
 from .partials import partial, times
@@ -232,9 +231,9 @@ def _partition(body):
 
 def _checkpointable(loop):
     """A counted loop without while loops inside: it can be checkpointed by iterations."""
-    if loop.exit is not None or not counted_loop(loop):
+    if not (counted(loop) and countable(loop)):
         return False
-    return all(counted_loop(r) for _, context in walk(loop.body) for r in context
+    return all(countable(r) for _, context in walk(loop.body) for r in context
                if isinstance(r, LoopRegion))
 
 

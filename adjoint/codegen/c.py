@@ -28,9 +28,11 @@ from sympy.printing.precedence import PRECEDENCE
 from ..sdfg.nodes import (ConditionalRegion, Guard, LoopRegion, MapScope, Pop, Push, Sequence,
                           SEGMENT, MatMul, Memlet, State, Tasklet, as_reduction,
                           condition_containers, divides, flag_symbol, guarded_branches,
-                          index_loads, library_nodes, walk)
-from ..analysis.parallel import (ANY, NEVER, PARALLEL_WORK, distance, injective, linear_form,
-                                 shared_across_rows, shared_sums, tape_per_iteration)
+                          index_loads, library_nodes, loops, regions, walk)
+from ..sdfg.visit import flattened
+from ..analysis.dependence import countable, counted, forward_only, injective, trips_taped
+from ..analysis.parallel import (PARALLEL_WORK, shared_across_rows, shared_sums,
+                                 tape_per_iteration)
 from ..sdfg.arithmetic import common_subexpressions, evaluated, reassociable
 from ..errors import AdjointError
 from .printer import CPrinter, c_name, identifier
@@ -267,8 +269,7 @@ def generate_module(layout, entries, checks, counted=(), blas=None):
     through ``sc_run(which, ...)``, and ``sc_check`` evaluating ``checks`` and writing
     COUNTS numbers per SDFG of ``counted`` (the record SDFGs of the regions). ``blas``
     names the cblas dgemm symbol matrix products call (None: generated loops)."""
-    unbounded = any(isinstance(r, LoopRegion) and not counted_loop(r)
-                    for sdfg in entries for _, ctx in walk(sdfg.body) for r in ctx)
+    unbounded = any(not countable(r) for sdfg in entries for r in loops(sdfg.body))
     gen = _Generator(layout, unbounded, blas and any(
         True for sdfg in entries for _ in library_nodes(sdfg.body)))
     head = [PREAMBLE, "#define SC_VALUE static inline\n" + PYTHON_SEMANTICS, CHECKED] + \
@@ -454,27 +455,22 @@ class _Generator:
         """Emit counters of pushes and of work (operations of tasklet instances): exact
         for counted loops, an upper bound past decisions on data, one iteration of
         each unbounded loop."""
-        if isinstance(region, Sequence):
-            for e in region.elements:
-                self._count(e, context, pushes, work)
-        elif isinstance(region, LoopRegion):
-            if region.tape_trips:
-                self._in_context(context, f"{pushes} += 1;")
-            self._count(region.body, context + (region,), pushes, work)
-        elif isinstance(region, ConditionalRegion):
-            for guard, body in guarded_branches(region):
-                self._count(body, context + (guard,), pushes, work)
-        else:
-            for node in region.nodes:
+        for r, around in regions(region):
+            around = context + around
+            if isinstance(r, LoopRegion) and r.tape_trips:
+                self._in_context(around, f"{pushes} += 1;")
+            if not isinstance(r, State):
+                continue
+            for node in r.nodes:
                 for extra, inner in _leaves(node):
                     if isinstance(inner, MatMul):
                         m, k, n = (self.index.doprint(x) for x in inner.op_dims())
-                        self._in_context(context + extra, f"{work} += 2 * {m} * {k} * {n};")
+                        self._in_context(around + extra, f"{work} += 2 * {m} * {k} * {n};")
                     elif isinstance(inner, Push):
-                        self._in_context(context + extra, f"{pushes} += 1;")
+                        self._in_context(around + extra, f"{pushes} += 1;")
                     elif isinstance(inner, Tasklet):
                         ops = 1 + sum(sp.count_ops(e) for _, e in inner.outputs)
-                        self._in_context(context + extra, f"{work} += {ops};")
+                        self._in_context(around + extra, f"{work} += {ops};")
 
     def _unpack(self):
         for k, s in enumerate(self.layout.symbols):
@@ -498,7 +494,7 @@ class _Generator:
                 if not known:
                     continue
                 self.open(f"if ({self.checked.doprint(sp.And(*known))})")
-            elif not counted_loop(region):    # estimate one iteration (tape grows if short)
+            elif not countable(region):    # estimate one iteration (tape grows if short)
                 self.open("")
                 start = region.start if not index_loads(region.start) else 0
                 self.emit(f"const int64_t {c_name(region.var, self.names)} = "
@@ -719,7 +715,7 @@ class _Generator:
         for loops, count in statements.items():       # each innermost loop or map
             volume, outer = sp.Integer(count), {}
             for region in (loop,) + loops:
-                if region.stop is None or index_loads(region.start) or index_loads(region.stop):
+                if not countable(region):
                     continue
                 volume *= sp.Max((region.stop - region.start).subs(outer), 1)
                 outer[region.var] = region.start
@@ -761,7 +757,7 @@ class _Generator:
             self.close()
             return
         reduction = self._reduction(loop.var, _tasklets_only(loop.body), _upward(loop))
-        if (reduction and loop.stop is not None and loop.exit is None and not loop.parallel
+        if (reduction and counted(loop) and not loop.parallel
                 and loop.step.is_number):         # `omp simd` wants a canonical loop
             # independent iterations: a reversed loop may run forwards (unit stride)
             self._reduce(*reduction, lambda: self._open_loop(replace(loop, reverse=False)))
@@ -790,7 +786,7 @@ class _Generator:
         nests): leave the entry once SIGINT came (see INTERRUPTS). Not in threaded code,
         which cannot be left, nor in innermost counted loops, which should vectorise;
         one test per outer iteration costs nothing measurable."""
-        if self._may_leave() and (not counted_loop(loop) or loop.exit is not None
+        if self._may_leave() and (not (counted(loop) and countable(loop))
                                   or _holds_nest(loop.body)):
             self.emit(f"if (*sc_stop) {self._leave()}")
             self.polled = True
@@ -847,10 +843,10 @@ class _Generator:
         fixed number k of values per iteration, directly in its states, with nothing
         else in it using the tape (tasklets, conditions and loops may sit between);
         else None."""
-        if not (self.slotted_tape and loop.exit is None and not loop.tape_trips
-                and not loop.segment and counted_loop(loop)):
+        if not (self.slotted_tape and counted(loop) and countable(loop)
+                and not loop.segment):
             return None
-        elements = list(_flat(loop.body))
+        elements = list(flattened(loop.body))
         nodes = [n for e in elements if isinstance(e, State) for n in e.nodes]
         others = [e for e in elements if not isinstance(e, State)] + \
             [State((n,)) for n in nodes if isinstance(n, MapScope)]
@@ -1145,7 +1141,7 @@ class _Generator:
             return None
         if any(len(own[n]) > 1 for n in added):
             return None
-        if not _forward_only(var, body, set(own) - added, upward):
+        if not forward_only(var, body, set(own) - added, upward):
             return None
         return sums, body
 
@@ -1279,14 +1275,13 @@ SHARE = ["int64_t sc_k0", "int64_t sc_k1"]
 
 def _uses_tape(region):
     """Whether the region pushes or pops (its code needs the entry's tape position)."""
-    if isinstance(region, Sequence):
-        return any(_uses_tape(e) for e in region.elements)
-    if isinstance(region, LoopRegion):
-        return region.tape_trips or (region.reverse and region.exit is not None) or \
-            _uses_tape(region.body)
-    if isinstance(region, ConditionalRegion):
-        return any(_uses_tape(b) for _, b in region.branches)
-    return any(isinstance(leaf, (Push, Pop)) for n in region.nodes for _, leaf in _leaves(n))
+    for r, _ in regions(region):
+        if isinstance(r, LoopRegion) and trips_taped(r):
+            return True
+        if isinstance(r, State) and any(isinstance(leaf, (Push, Pop))
+                                        for n in r.nodes for _, leaf in _leaves(n)):
+            return True
+    return False
 
 
 def _on_data(condition, containers):
@@ -1295,25 +1290,10 @@ def _on_data(condition, containers):
     return bool(names) and names <= set(containers)
 
 
-def _flat(region):
-    """The elements of nested sequences, in order."""
-    if isinstance(region, Sequence):
-        for element in region.elements:
-            yield from _flat(element)
-    else:
-        yield region
-
-
 def _holds_nest(region):
     """Whether a region holds a loop, a map or a matrix product."""
     return any(isinstance(node, (MapScope, MatMul)) or
                any(isinstance(r, LoopRegion) for r in context) for node, context in walk(region))
-
-
-def counted_loop(loop):
-    """Whether the loop's trip count follows from the sizes alone (no while, no bounds
-    read from integer arrays), so that ``sc_check`` can count it."""
-    return loop.stop is not None and not index_loads(loop.start) and not index_loads(loop.stop)
 
 
 def _neighbour(read, write, innermost):
@@ -1376,44 +1356,14 @@ def _upward(loop):
     return not loop.reverse and loop.step.is_number and loop.step > 0
 
 
-def _forward_only(var, body, names, upward):
-    """Whether iterations of a loop over ``var`` running ``body`` (tasklets) meet at
-    the elements of containers ``names`` only in lexically forward dependences: of two
-    accesses (one a write) that name one element in different iterations, the earlier
-    iteration's comes first in the body (a tasklet reads its inputs before it writes).
-    Accesses must be affine in ``var`` alike (``a*var + c``, c apart by integers) or
-    never meet; iterations meet at all only in a loop running ``upward``."""
-    by_name = {}
-    for k, t in enumerate(body):
-        accesses = [(2 * k, m, False) for _, m in t.inputs] + \
-            [(2 * k + 1, m, True) for m, _ in t.outputs]
-        for position, m, writes in accesses:
-            if m.data in names:
-                forms = tuple(linear_form(e, (var,)) for e in m.subset)
-                by_name.setdefault(m.data, []).append((position, m.subset, forms, writes))
-    for found in by_name.values():
-        for x in found:
-            for y in found:
-                if x[0] < y[0] and (x[3] or y[3]):
-                    apart = distance(x[2], y[2], 1)     # x's iteration minus y's
-                    if apart is ANY or apart is not NEVER and (
-                            apart[0] > 0 or apart[0] and not upward):
-                        return False        # unknown, or y's iteration earlier: backward
-                elif x[0] == y[0] and x[3] and y[3] and x[1] != y[1]:
-                    return False
-    return True
-
-
 def _tasklets_only(region, allow=()):
     """The tasklets (and nodes of the ``allow`` types) of a body made of states of those
     only, else None."""
-    if isinstance(region, Sequence):
-        parts = [_tasklets_only(e, allow) for e in region.elements]
-        return None if any(p is None for p in parts) else [t for p in parts for t in p]
-    if isinstance(region, State) and all(isinstance(n, (Tasklet, *allow))
-                                         for n in region.nodes):
-        return list(region.nodes)
-    return None
+    parts = list(flattened(region))
+    if not all(isinstance(p, State) and all(isinstance(n, (Tasklet, *allow)) for n in p.nodes)
+               for p in parts):
+        return None
+    return [n for p in parts for n in p.nodes]
 
 
 def _leaves(node):

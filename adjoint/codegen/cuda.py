@@ -29,10 +29,11 @@ import re
 
 import sympy as sp
 
+from ..analysis.dependence import countable, trips_taped
 from ..analysis.device import distributed, has_kernels, kernel_nest, map_atomics, map_pushes
 from ..sdfg.nodes import (ConditionalRegion, LoopRegion, MapScope, MatMul, Pop, Push, SEGMENT,
-                          Sequence, State, Tasklet, flag_symbol, walk)
-from .c import ARGS, C_TYPES, INTERRUPTED, INTERRUPTS, _Generator, _dispatcher, counted_loop
+                          Sequence, State, Tasklet, flag_symbol, loops, walk)
+from .c import ARGS, C_TYPES, INTERRUPTED, INTERRUPTS, _Generator, _dispatcher
 from .cuda_preamble import preamble
 from .printer import c_name, identifier, spelling
 
@@ -65,8 +66,7 @@ def generate_cuda_module(layout, entries, checks, counted=(), emulate=False, pre
 
 def _unbounded_region(region):
     """Loops with an unknown trip count (``while``, ``break``): the C module's test."""
-    return any(isinstance(r, LoopRegion) and not counted_loop(r)
-               for _, ctx in walk(region) for r in ctx)
+    return any(not countable(r) for r in loops(region))
 
 
 def launch_plan(source):
@@ -224,8 +224,7 @@ def _uses_tape(sdfg):
             return True
         if isinstance(node, MapScope) and any(isinstance(t, Push) for t in node.body):
             return True
-        if any(isinstance(r, LoopRegion) and (r.tape_trips or (r.reverse and r.exit is not None))
-               for r in context):
+        if any(isinstance(r, LoopRegion) and trips_taped(r) for r in context):
             return True
     return False
 

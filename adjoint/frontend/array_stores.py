@@ -8,12 +8,12 @@ target container at an index map other than ``W`` that is not provably disjoint
 from it (by the ranges of the indices, or their parity) counts as an overlap.
 """
 import ast
-import math
 
 import numpy as np
 import sympy as sp
 
 from ..analysis.bounds import minimum
+from ..analysis.dependence import other_lattice
 from .extents import affine
 from ..sdfg import arithmetic as fp
 from ..sdfg import Container, LoopRegion, MapScope, Memlet, State, Tasklet
@@ -94,7 +94,7 @@ def _overlaps(name, written, inputs, params, shape):
 
 def _disjoint(a, b, loops, params):
     """Whether no iteration's ``a`` can equal another iteration's ``b``."""
-    return any(_apart(x, y, loops) or _other_parity(x, y, params) for x, y in zip(a, b))
+    return any(_apart(x, y, loops) or other_lattice(x, y, params) for x, y in zip(a, b))
 
 
 def _apart(x, y, loops):
@@ -103,29 +103,6 @@ def _apart(x, y, loops):
     if None in (lo_x, lo_y, hi_x, hi_y):
         return False
     return bool((lo_y + hi_x).is_positive) or bool((lo_x + hi_y).is_positive)
-
-
-def _other_parity(x, y, params):
-    """x = c + s*p and y = d + t*q never meet when gcd(s, t) does not divide c - d."""
-    sx, cx = _affine(x, params)
-    sy, cy = _affine(y, params)
-    if sx is None or sy is None:
-        return False
-    g = math.gcd(sx, sy)
-    d = sp.expand(cx - cy)
-    return g > 1 and d.is_Integer and int(d) % g != 0
-
-
-def _affine(x, params):
-    used = [p for p in params if p in x.free_symbols]
-    if len(used) > 1:
-        return None, None
-    if not used:
-        return 0, x
-    s = sp.diff(x, used[0])
-    if not s.is_Integer:
-        return None, None
-    return abs(int(s)), sp.expand(x - s * used[0])
 
 
 def fit(b, node, value, shape):
