@@ -15,8 +15,7 @@ import numpy as np
 from adjoint import float64, kernel, symbol
 from simcore import Dim, Model, Parameter, TimeAxis, Variable, register
 from simcore.errors import ConfigError
-from simcore.model import field_of
-from simcore.schema import ObsConfig
+from simcore.schema import ObsConfig, above, at_least, interval, option, optional
 
 NY = symbol("NY")
 NX = symbol("NX")
@@ -47,22 +46,29 @@ class HeatConfig:
     +-``kappa_amplitude`` and width ``kappa_width`` (fraction of the domain), placed by the
     seed; the initial temperature a seeded sum of the lowest ``modes`` x ``modes`` sine modes."""
     name: str = "heat"
-    ny: int = 48                            # grid points (kappa has ny * nx values)
-    nx: int = 48
-    dx: float = 1.0                         # grid spacing [m]
-    dt: float = 0.15                        # time step [s]; stable while 4 dt max(kappa) <= dx^2
-    steps: int = 300
-    modes: int = 5
-    kappa_background: float = 1.0           # prior mean p_b and first guess [m2 s-1]
-    kappa_amplitude: float = 0.4
-    kappa_bumps: int = 4
-    kappa_width: float = 0.15
-    bounds: List[float] = field_of([0.05, 1.6])
-    prior_std: Optional[float] = 0.5        # sigma_b of kappa at each point
-    smoothness_std: Optional[float] = 0.05  # prior std of kappa differences between neighbours
+    ny: int = option(48, at_least(3), "grid points along y (kappa has ny * nx values)")
+    nx: int = option(48, at_least(3), "grid points along x")
+    dx: float = option(1.0, above(0), "grid spacing [m]")
+    dt: float = option(0.15, above(0), "time step [s]; stable while 4 dt max(kappa) <= dx^2")
+    steps: int = option(300, at_least(1), "time steps of one run")
+    modes: int = option(5, at_least(1), "sine modes per axis in the initial temperature")
+    kappa_background: float = option(1.0, above(0), "prior mean p_b and first guess of "
+                                                    "kappa [m2 s-1]")
+    kappa_amplitude: float = option(0.4, at_least(0), "height of the truth's bumps "
+                                                      "[m2 s-1]")
+    kappa_bumps: int = option(4, at_least(0), "Gaussian bumps in the truth kappa")
+    kappa_width: float = option(0.15, above(0), "their width, as a fraction of the domain")
+    bounds: List[float] = option([0.05, 1.6], interval(0), "calibrate's bounds on kappa "
+                                                           "[m2 s-1]")
+    prior_std: Optional[float] = option(0.5, optional(above(0)),
+                                        "sigma_b of kappa at each point; null: none")
+    smoothness_std: Optional[float] = option(0.05, optional(above(0)),
+                                             "prior std of kappa differences between "
+                                             "neighbours; null: none")
     # every 3rd point in each direction (16 x 16 stations) every 30 steps (4.5 s), error
     # std 0.01 K
-    obs: ObsConfig = field_of(ObsConfig(every_k=3, every_m=30, sigma=0.01, noise=True))
+    obs: ObsConfig = option(ObsConfig(every_k=3, every_m=30, sigma=0.01, noise=True),
+                            help="synthetic observations (model.obs.*)")
 
 
 @register
@@ -79,7 +85,7 @@ class Heat(Model):
         c = self.cfg
         worst = 4.0 * c.dt * max(c.bounds[1], float(self.kappa_truth().max())) / c.dx ** 2
         if worst > 1.0:
-            raise ConfigError(f"heat: dt={c.dt} is unstable for kappa up to "
+            raise ConfigError(f"model.dt={c.dt}: unstable for kappa up to "
                               f"{max(c.bounds[1], float(self.kappa_truth().max())):g} "
                               f"(4 dt kappa / dx^2 = {worst:.3g} > 1); lower model.dt or "
                               "model.bounds")

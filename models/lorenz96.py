@@ -14,9 +14,7 @@ import numpy as np
 
 from adjoint import float64, kernel, symbol
 from simcore import Dim, Model, Parameter, TimeAxis, Variable, register
-from simcore.errors import ConfigError
-from simcore.model import field_of
-from simcore.schema import ObsConfig
+from simcore.schema import ObsConfig, above, at_least, interval, option, optional
 
 N = symbol("N")
 
@@ -68,17 +66,20 @@ class Lorenz96Config:
     steps onto the attractor. ``b_std``/``b_length``: the background error std and its
     Gaussian correlation length (grid points) that task=assimilate uses by default."""
     name: str = "lorenz96"
-    n: int = 40                             # variables on the ring
-    F: float = 8.0                          # forcing (the truth; calibrate estimates it)
-    dt: float = 0.05                        # RK4 time step (0.05 ~ 6 hours)
-    steps: int = 20                         # forward/calibrate/gradcheck: 1 time unit
-    spinup: int = 2000
-    bounds: List[float] = field_of([0.0, 20.0])
-    prior_std: Optional[float] = 1.0        # sigma_b of F
-    b_std: float = 0.4                      # assimilate: B = b_std^2 C ...
-    b_length: float = 0.5                   # ... C Gaussian of this length, in grid points
+    n: int = option(40, at_least(4), "variables on the ring")
+    F: float = option(8.0, help="forcing (the truth; calibrate estimates it)")
+    dt: float = option(0.05, above(0), "RK4 time step (0.05 ~ 6 hours)")
+    steps: int = option(20, at_least(1), "steps of one forward/calibrate/gradcheck run "
+                                         "(20: 1 time unit)")
+    spinup: int = option(2000, at_least(0), "steps from F + noise onto the attractor")
+    bounds: List[float] = option([0.0, 20.0], interval(), "calibrate's bounds on F")
+    prior_std: Optional[float] = option(1.0, optional(above(0)), "sigma_b of F; null: none")
+    b_std: float = option(0.4, above(0), "assimilate: B = b_std^2 C ...")
+    b_length: float = option(0.5, at_least(0), "... C Gaussian of this length, in grid "
+                                               "points")
     # all variables every 4 steps (0.2 time units), R = I
-    obs: ObsConfig = field_of(ObsConfig(every_k=1, every_m=4, sigma=1.0, noise=True))
+    obs: ObsConfig = option(ObsConfig(every_k=1, every_m=4, sigma=1.0, noise=True),
+                            help="synthetic observations (model.obs.*)")
 
 
 @register
@@ -93,8 +94,6 @@ class Lorenz96(Model):
     def __init__(self, cfg=None, seed=0):
         super().__init__(cfg, seed)
         n = int(self.cfg.n)
-        if n < 4:
-            raise ConfigError(f"lorenz96: n={n}; the ring needs at least 4 variables")
         self._work = [np.zeros(n) for _ in range(5)]
         self._x0 = None
 

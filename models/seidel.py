@@ -40,9 +40,8 @@ from dataclasses import dataclass  # noqa: E402
 from typing import List, Optional  # noqa: E402
 
 from simcore import Dim, Model, Parameter, TimeAxis, Variable, register  # noqa: E402
-from simcore.schema import ObsConfig  # noqa: E402
-from simcore.errors import ConfigError  # noqa: E402
-from simcore.model import field_of  # noqa: E402
+from simcore.schema import (ObsConfig, above, at_least, interval, matrix, one_of,  # noqa: E402
+                            option, optional)
 
 TRUE_WEIGHTS = [[0.05, 0.10, 0.05],
                 [0.15, 0.30, 0.10],
@@ -53,15 +52,19 @@ TRUE_WEIGHTS = [[0.05, 0.10, 0.05],
 class SeidelConfig:
     """``init``: 'random' (seeded uniform, excites every stencil weight) or 'polybench'."""
     name: str = "seidel"
-    n: int = 20                             # grid points per side
-    steps: int = 10                         # sweeps
-    init: str = "random"
-    weights: List[List[float]] = field_of(TRUE_WEIGHTS)    # the truth of twin experiments
-    bounds: List[float] = field_of([-1.0, 1.0])
-    prior_std: Optional[float] = 1.0        # sigma_b of the weights; None: no prior term
+    n: int = option(20, at_least(3), "grid points per side")
+    steps: int = option(10, at_least(1), "Gauss-Seidel sweeps of one run")
+    init: str = option("random", one_of("random", "polybench"),
+                       "initial A: seeded uniform, or PolyBench's")
+    weights: List[List[float]] = option(TRUE_WEIGHTS, matrix(3, 3),
+                                        "the 3 x 3 stencil weights of the truth")
+    bounds: List[float] = option([-1.0, 1.0], interval(), "calibrate's bounds on every weight")
+    prior_std: Optional[float] = option(1.0, optional(above(0)),
+                                        "sigma_b of the weights; null: no prior term")
     # every 2nd point in each direction after every sweep, error std 0.01 (weights the
     # misfit); a noise-free twin (noise=true adds N(0, sigma^2) noise)
-    obs: ObsConfig = field_of(ObsConfig(every_k=2, every_m=1, sigma=0.01, noise=False))
+    obs: ObsConfig = option(ObsConfig(every_k=2, every_m=1, sigma=0.01, noise=False),
+                            help="synthetic observations (model.obs.*)")
 
 
 @register
@@ -92,9 +95,7 @@ class Seidel(Model):
         n = int(self.cfg.n)
         if self.cfg.init == "polybench":
             return {"A": polybench_init(n)}
-        if self.cfg.init == "random":
-            return {"A": self.rng(0).random((n, n))}
-        raise ConfigError(f"model.init={self.cfg.init!r}: use 'random' or 'polybench'")
+        return {"A": self.rng(0).random((n, n))}
 
     def time(self):
         return TimeAxis(dt=1.0, units="1", long_name="sweep")

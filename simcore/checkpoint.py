@@ -155,10 +155,14 @@ class Checkpoint:
 def open_checkpoint(run, name: str = None) -> Checkpoint:
     """The checkpoint of ``run`` (a ``simcore.tasks.Run``): folder from the config's
     fingerprint under ``run.cfg.checkpoint_dir``; loads only when resuming."""
-    cfg = run.cfg
+    return checkpoint_for(run.cfg, name or f"{run.model.name}-{run.cfg.task.name}")
+
+
+def checkpoint_for(cfg, label: str = None) -> Checkpoint:
+    """The checkpoint of the configuration ``cfg`` (whether or not a run opened it)."""
     root = Path(os.path.expanduser(str(cfg.get("checkpoint_dir", "") or "checkpoints")))
     key = fingerprint(cfg)
-    label = name or f"{run.model.name}-{cfg.task.name}"
+    label = label or f"{cfg.model.name}-{cfg.task.name}"
     return Checkpoint(root / f"{label}-{key}", resume_requested(cfg), key)
 
 

@@ -24,7 +24,7 @@ from typing import ClassVar, Optional
 
 import numpy as np
 
-from .errors import ModelError
+from .errors import ConfigError, ModelError
 
 
 @dataclass(frozen=True)
@@ -181,7 +181,12 @@ class Model:
         return np.random.default_rng([int(self.seed), purpose])
 
     def _check(self):
-        """Declarations agree with each other and with the kernel's arguments."""
+        """The config's values are allowed (simcore.schema); the declarations agree with
+        each other and with the kernel's arguments."""
+        from .validate import check_section
+        problems = check_section(self.cfg, self.Config, "model.") if self.Config else []
+        if problems:
+            raise ConfigError("\n".join(problems))
         if self.kernel is None:
             raise ModelError(f"model {self.name!r} declares no kernel")
         args = set(inspect.signature(self.kernel.py_func).parameters)

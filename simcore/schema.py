@@ -1,94 +1,232 @@
-"""The configuration schema: one dataclass per config group (types and defaults).
+"""The configuration schema: one dataclass per config group (types, defaults, allowed
+values and what each key means).
 
-``simcore.config`` registers them in Hydra's ConfigStore; model modules import
-``ObsConfig`` from here without pulling in Hydra.
+A key declared with :func:`option` carries what it allows (an :class:`Allowed`) and one
+line of help; ``simcore.validate`` checks every value against the first before a task
+runs, ``simcore show`` prints the second. ``simcore.config`` registers the dataclasses
+in Hydra's ConfigStore; model modules import ``ObsConfig`` and ``option`` from here
+without pulling in Hydra.
 """
-from dataclasses import dataclass, field
+import copy
+import math
+from dataclasses import MISSING as NO_DEFAULT, dataclass, field
 from typing import Any, List, Optional
 
 from omegaconf import MISSING
 
 
+class Allowed:
+    """What a config value may be: ``test(value, section)`` (``section``: the config node
+    holding the key, for rules about a sibling) and the words for it ("at least 1"), or
+    a function of the section giving them."""
+
+    def __init__(self, text, test):
+        self.text, self.test = text, test
+
+    def describe(self, section=None) -> str:
+        return self.text(section) if callable(self.text) else self.text
+
+    def __call__(self, value, section) -> bool:
+        try:
+            return bool(self.test(value, section))
+        except (TypeError, ValueError, OverflowError):
+            return False
+
+
+def _number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def at_least(low) -> Allowed:
+    return Allowed(f"at least {low}", lambda v, _: _number(v) and v >= low)
+
+
+def above(low) -> Allowed:
+    return Allowed(f"above {low}", lambda v, _: _number(v) and v > low)
+
+
+def one_of(*choices) -> Allowed:
+    return Allowed(f"one of {', '.join(map(str, choices))}", lambda v, _: v in choices)
+
+
+def some_of(*choices) -> Allowed:
+    """A non-empty list of distinct ``choices``."""
+    return Allowed(f"a list of one or more of {', '.join(choices)}",
+                   lambda v, _: len(v) > 0 and len(set(v)) == len(v)
+                   and all(c in choices for c in v))
+
+
+def interval(low=-math.inf) -> Allowed:
+    """``[lo, hi]`` with ``low <= lo < hi``, finite."""
+    text = "[low, high] with low < high" + ("" if low == -math.inf else f", low >= {low}")
+    return Allowed(text, lambda v, _: len(v) == 2 and all(map(_number, v))
+                   and low <= v[0] < v[1])
+
+
+def below(sibling: str) -> Allowed:
+    """At least 0 and below the value of another key of the same section."""
+    def text(s):
+        return f"from 0 to {sibling} - 1" + ("" if s is None else f" = {s[sibling] - 1}")
+    return Allowed(text, lambda v, s: _number(v) and 0 <= v < s[sibling])
+
+
+def matrix(rows: int, cols: int) -> Allowed:
+    return Allowed(f"a {rows} x {cols} list of lists of numbers",
+                   lambda v, _: len(v) == rows and all(len(r) == cols and all(map(_number, r))
+                                                       for r in v))
+
+
+def size() -> Allowed:
+    """A memory size the engine reads: bytes or "512MiB", "2GB"; finite and above 0."""
+    def test(v, _):
+        from adjoint.autodiff.plan import parse_bytes
+        return parse_bytes(v) > 0
+    return Allowed("a size such as 512MiB or 2GB (bytes, above 0)", test)
+
+
+def optional(rule: Allowed) -> Allowed:
+    return Allowed(lambda s: f"null or {rule.describe(s)}", lambda v, s: v is None or rule(v, s))
+
+
+def option(default, allowed: Allowed = None, help: str = ""):
+    """A dataclass field with its default, what it allows and what it means."""
+    meta = {"allowed": allowed, "help": help}
+    if isinstance(default, (list, dict)) or hasattr(default, "__dataclass_fields__"):
+        return field(default_factory=lambda: copy.deepcopy(default), metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+def field_default(f):
+    """A dataclass field's default value (its factory's value for mutable ones)."""
+    if f.default_factory is not NO_DEFAULT:
+        return f.default_factory()
+    return None if f.default is NO_DEFAULT else f.default
+
+
+POSITIVE = above(0)
+STEPS = at_least(1)
+
+
 @dataclass
 class ObsConfig:
     """Synthetic observations: every_k-th grid point, every_m-th step, noise sigma."""
-    every_k: int = 2
-    every_m: int = 1
-    sigma: float = 0.01
-    noise: bool = True
+    every_k: int = option(2, STEPS, "observe every k-th grid point along each axis "
+                                    "(from k // 2)")
+    every_m: int = option(1, STEPS, "observe after every m-th model step")
+    sigma: float = option(0.01, POSITIVE, "observation error std (R = sigma^2 I), in the "
+                                          "state's units")
+    noise: bool = option(True, help="add N(0, sigma^2) noise to the synthetic observations")
 
 
 @dataclass
 class EngineConfig:
     """Engine settings (adjoint.options). None/0/"": the engine's own default."""
-    memory_budget: Optional[str] = None     # e.g. "512MiB": store vs recompute in reverse mode
-    threads: int = 0                        # 0: all cores (OMP_NUM_THREADS when > 0)
-    cache_dir: str = ""                     # "": $SIMCORE_CACHE_DIR or ~/.cache/simcore
-    cflags: Optional[List[str]] = None      # None: the engine default (-O3 -march=native ...)
-    compiler: Optional[str] = None          # None: $CC or cc
-    reassociate: bool = False               # True: sums regrouped like -ffast-math (faster
-    #                                         recurrences; results within rounding only)
+    memory_budget: Optional[str] = option(None, optional(size()),
+                                          "what reverse mode may keep (store vs recompute), "
+                                          "e.g. 512MiB; null: no limit")
+    threads: int = option(0, at_least(0), "OpenMP threads; 0: the CPUs this process may "
+                                          "use, 1 for small models")
+    cache_dir: str = option("", help="compiled kernels; empty: $SIMCORE_CACHE_DIR, else "
+                                     "~/.cache/simcore")
+    cflags: Optional[List[str]] = option(None, help="C compiler flags; null: -O3 "
+                                                    "-march=native ... (adjoint/options.py)")
+    compiler: Optional[str] = option(None, help="C compiler; null: $CC, else cc")
+    reassociate: bool = option(False, help="true: sums regrouped like -ffast-math (faster "
+                                           "recurrences; results within rounding only)")
 
 
 @dataclass
 class DeviceConfig:
-    name: str = "cpu"
+    name: str = option("cpu", one_of("cpu", "cuda"), "where kernels run: cpu, or cuda "
+                                                     "(nvcc and a GPU)")
+
+
+def every_nth(what="iteration"):
+    return option(1, STEPS, f"log every n-th {what}")
+
+
+def plots():
+    return option(True, help="write the plots (needs matplotlib: pip install -e \".[plot]\")")
 
 
 @dataclass
 class ForwardConfig:
     name: str = "forward"
-    output_every: int = 0                   # write the state every n steps; 0: first and last
+    output_every: int = option(0, at_least(0), "also write the state every n steps; 0: "
+                                               "the first and last state only")
 
 
 @dataclass
 class CalibrateConfig:
     name: str = "calibrate"
-    max_iter: int = 200
-    ftol: float = 1e-12                     # scipy L-BFGS-B ftol (relative cost decrease)
-    gtol: float = 1e-8                      # scipy L-BFGS-B gtol (projected gradient)
-    memory: int = 30                        # L-BFGS-B maxcor: corrections kept
-    perturbation: float = 0.1               # relative std of the first guess around the truth
-    log_every: int = 1
-    plot: bool = True
+    max_iter: int = option(200, STEPS, "L-BFGS-B iterations at most")
+    ftol: float = option(1e-12, at_least(0), "stop when the relative cost decrease is "
+                                             "below this")
+    gtol: float = option(1e-8, at_least(0), "stop when the projected gradient is below this")
+    memory: int = option(30, STEPS, "L-BFGS-B corrections kept (maxcor)")
+    perturbation: float = option(0.1, at_least(0), "first guess = truth * (1 + perturbation "
+                                                   "* N(0,1)), unless the model has a "
+                                                   "background")
+    log_every: int = every_nth()
+    plot: bool = plots()
 
 
 @dataclass
 class GradcheckConfig:
     name: str = "gradcheck"
-    eps: float = 1e-2                       # first step, relative to the point's scale
-    halvings: int = 6                       # eps, eps/2, ... (at least 5)
-    slope_tol: float = 0.1                  # pass when |slope - 2| <= slope_tol
-    perturbation: float = 0.1               # check at the truth * (1 + perturbation * N(0,1))
-    dot_product: bool = True                # also the tangent/adjoint dot-product test
-    dot_tol: float = 1e-12                  # pass when the relative mismatch <= dot_tol
-    wrt: List[str] = field(default_factory=lambda: ["parameters", "initial_state"])
+    eps: float = option(1e-2, POSITIVE, "first step of the Taylor test, relative to the "
+                                        "point's scale")
+    halvings: int = option(6, at_least(5), "eps, eps/2, ..., eps/2^halvings")
+    slope_tol: float = option(0.1, POSITIVE, "pass when the fitted log-log slope is "
+                                             "2 +- slope_tol")
+    perturbation: float = option(0.1, at_least(0), "check at the truth * (1 + perturbation "
+                                                   "* N(0,1)), as calibrate's first guess")
+    dot_product: bool = option(True, help="also the dot-product test of the tangent-linear "
+                                          "(jvp) against the adjoint (vjp)")
+    dot_tol: float = option(1e-12, POSITIVE, "pass when the dot-product test's relative "
+                                             "mismatch is at most this")
+    wrt: List[str] = option(["parameters", "initial_state"],
+                            some_of("parameters", "initial_state"),
+                            "what the Taylor tests differentiate with respect to")
+
+
+COMPILE_TASKS = ("forward", "calibrate", "gradcheck", "assimilate")
 
 
 @dataclass
 class CompileConfig:
     name: str = "compile"
-    # build the kernels these tasks use (forward; vjp: the adjoint; jvp: tangent-linear)
-    tasks: List[str] = field(default_factory=lambda: ["forward", "calibrate", "gradcheck",
-                                                      "assimilate"])
+    tasks: List[str] = option(list(COMPILE_TASKS), some_of(*COMPILE_TASKS),
+                              "build the kernels these tasks use (forward, vjp, jvp)")
 
 
 @dataclass
 class AssimilateConfig:
     name: str = "assimilate"
-    cycles: int = 100                       # analysis cycles (windows), one after another
-    window: int = 4                         # observation times per window (obs.every_m apart)
-    method: str = "lbfgs"                   # lbfgs (full nonlinear J) | gauss_newton (incremental)
-    max_iter: int = 100                     # L-BFGS iterations / CG iterations per outer loop
-    outer_loops: int = 10                   # gauss_newton: at most this many relinearisations
-    gtol: float = 1e-3                      # stop when |grad J| / |grad J0| < gtol
-    memory: int = 10                        # L-BFGS corrections kept
-    b_std: Optional[float] = None           # background error std; null: the model's
-    b_length: Optional[float] = None        # its correlation length [grid points]; null: model's
-    stations: int = 0                       # 0: grid (obs.every_k); n: n interpolated stations
-    burn_in: int = 20                       # cycles left out of the time-mean RMSE
-    log_every: int = 1                      # log every n-th cycle
-    plot: bool = True
+    cycles: int = option(100, STEPS, "analysis cycles (windows), one after another")
+    window: int = option(4, STEPS, "observation times per window (model.obs.every_m steps "
+                                   "apart; the window ends at the last)")
+    method: str = option("lbfgs", one_of("lbfgs", "gauss_newton"),
+                         "lbfgs: L-BFGS on the nonlinear J; gauss_newton: incremental "
+                         "(tangent-linear + adjoint inner loops)")
+    max_iter: int = option(100, STEPS, "L-BFGS iterations / CG iterations per outer loop, "
+                                       "per cycle")
+    outer_loops: int = option(10, STEPS, "gauss_newton: at most this many relinearisations "
+                                         "per cycle")
+    gtol: float = option(1e-3, POSITIVE, "stop when |grad J| / |grad J0| is below this")
+    memory: int = option(10, STEPS, "L-BFGS corrections kept")
+    b_std: Optional[float] = option(None, optional(POSITIVE),
+                                    "background error std; null: the model's")
+    b_length: Optional[float] = option(None, optional(at_least(0)),
+                                       "its Gaussian correlation length in grid points; "
+                                       "null: the model's")
+    stations: int = option(0, at_least(0), "0: observe every model.obs.every_k-th grid "
+                                           "point; n: n seeded random stations, interpolated")
+    burn_in: Optional[int] = option(None, optional(below("cycles")),
+                                    "cycles left out of the time-mean RMSE; null: a fifth "
+                                    "of the cycles")
+    log_every: int = every_nth("cycle")
+    plot: bool = plots()
 
 
 @dataclass
@@ -97,41 +235,14 @@ class Config:
     task: Any = MISSING
     device: DeviceConfig = field(default_factory=DeviceConfig)
     engine: EngineConfig = field(default_factory=EngineConfig)
-    seed: int = 0
-    resume: bool = False                    # continue from this config's checkpoint, if any
-    checkpoint_dir: str = "checkpoints"     # where resumable tasks keep their state
+    seed: int = option(0, at_least(0), "seeds the initial state, the noise, the first guess "
+                                       "and the checks")
+    resume: bool = option(False, help="continue from this configuration's checkpoint, if any")
+    checkpoint_dir: str = option("checkpoints", Allowed("a folder name (not empty)",
+                                                        lambda v, _: bool(str(v).strip())),
+                                 "where resumable tasks keep their state")
 
 
 TASK_SCHEMAS = {"forward": ForwardConfig, "calibrate": CalibrateConfig,
-                "gradcheck": GradcheckConfig, "assimilate": AssimilateConfig}
-TASK_SCHEMAS["compile"] = CompileConfig
-
-
-def unknown_keys(node, schema, prefix="") -> list:
-    """Keys of the config ``node`` that its ``schema`` dataclass does not declare.
-
-    Hydra rejects misspelt keys except ones forced in with ``+key=value``; tasks call
-    this so that those fail too instead of being silently ignored.
-    """
-    import dataclasses
-    declared = {f.name: f for f in dataclasses.fields(schema)}
-    out = []
-    for key in node:
-        if key not in declared:
-            out.append(prefix + str(key))
-            continue
-        sub = _dataclass_of(declared[key])
-        if sub is not None and hasattr(node[key], "keys"):
-            out += unknown_keys(node[key], sub, f"{prefix}{key}.")
-    return out
-
-
-def _dataclass_of(f):
-    import dataclasses
-    if dataclasses.is_dataclass(f.type):
-        return f.type
-    if f.default_factory is not dataclasses.MISSING:
-        value = f.default_factory()
-        if dataclasses.is_dataclass(value):
-            return type(value)
-    return None
+                "gradcheck": GradcheckConfig, "assimilate": AssimilateConfig,
+                "compile": CompileConfig}

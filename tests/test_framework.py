@@ -117,9 +117,12 @@ def test_wrong_type_fails_at_once():
 def test_forced_unknown_key_fails_before_running(tmp_path):
     """``+model.nn=3`` gets past Hydra's struct mode; run_task still refuses it."""
     from simcore.tasks import run_task
-    cfg = compose(["model=seidel", "+model.nn=3", "+model.obs.foo=1"])
-    with pytest.raises(ConfigError, match=r"\['model.nn', 'model.obs.foo'\]"):
+    cfg = compose(["model=seidel", "+model.nn=3", "+model.obs.sigmaa=1"])
+    with pytest.raises(ConfigError) as err:
         run_task(cfg, tmp_path)
+    assert sorted(str(err.value).splitlines()) == [
+        "model.nn: no such key in model; did you mean model.n?",
+        "model.obs.sigmaa: no such key in model.obs; did you mean model.obs.sigma?"]
     assert not list(tmp_path.iterdir())
 
 
@@ -177,12 +180,15 @@ def test_run_py_exits_non_zero_when_a_check_fails(tmp_path, monkeypatch, repo_ro
     import simcore.tasks
     sys.path.insert(0, str(repo_root))
     import run
-    monkeypatch.setattr(simcore.tasks, "run_task", lambda cfg, outdir: {"passed": False})
+    monkeypatch.setattr(simcore.tasks, "run_task", lambda cfg, outdir, *a: {"passed": False})
     monkeypatch.setattr(sys, "argv", ["run.py", "task=gradcheck",
                                       f"hydra.run.dir={tmp_path}/run"])
     with pytest.raises(SystemExit) as exit_:
         run.main()
     assert exit_.value.code == 1
+    log = (tmp_path / "run" / "run.log").read_text().splitlines()
+    assert log[-1].endswith("[simcore][ERROR] - failed: gradcheck: its check FAILED "
+                            "(summary.json)")
 
 
 def test_the_install_puts_only_adjoint_and_simcore_at_the_top(repo_root):

@@ -12,10 +12,8 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from ..engine import describe, engine_options
-from ..errors import ConfigError
 from ..io import provenance
-from ..registry import get_model, model_class
-from ..schema import TASK_SCHEMAS, Config, unknown_keys
+from ..validate import validate
 
 log = logging.getLogger("simcore")
 
@@ -56,29 +54,15 @@ def tasks() -> dict:
             "compile": compile_kernels, "assimilate": assimilate}
 
 
-def check_keys(cfg):
-    """Every key of ``cfg`` is declared by its schema (``+key=value`` can add others)."""
-    bad = unknown_keys({k: None for k in cfg if k not in ("model", "task")}, Config)
-    for k in ("device", "engine"):
-        bad += unknown_keys(cfg[k], type(getattr(Config(), k)), f"{k}.")
-    bad += unknown_keys(cfg.model, model_class(cfg.model.name).Config, "model.")
-    bad += unknown_keys(cfg.task, TASK_SCHEMAS[cfg.task.name], "task.")
-    if bad:
-        raise ConfigError(f"unknown config keys {sorted(bad)}: misspelt? `python run.py --cfg job` "
-                          "shows every key")
-
-
-def run_task(cfg, outdir, argv=None) -> dict:
-    """Run ``cfg.task.name`` on ``cfg.model`` writing into ``outdir``; returns the summary."""
-    known = tasks()
-    name = cfg.task.name
-    if name not in known:
-        raise ConfigError(f"unknown task {name!r}; known tasks: {', '.join(sorted(known))}")
-    check_keys(cfg)
+def run_task(cfg, outdir, argv=None, cpus=None) -> dict:
+    """Run ``cfg.task.name`` on ``cfg.model`` writing into ``outdir``; returns the summary.
+    Every value is checked first (simcore.validate): a ConfigError before anything runs.
+    ``cpus``: what the launcher gives the job (engine.threads=0 uses at most these)."""
+    model = validate(cfg)
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
-    with engine_options(cfg.engine, cfg.device):
-        model = get_model(cfg.model.name, cfg.model, seed=int(cfg.seed))
-        log.info("%s on model %s (%s); outputs in %s", name, model.name, model.description,
+    with engine_options(cfg.engine, cfg.device, model, cpus) as options:
+        log.info("%s on model %s (%s), %d thread%s; outputs in %s", cfg.task.name, model.name,
+                 model.description, options.threads, "s" if options.threads > 1 else "",
                  outdir)
-        return known[name](Run(cfg, outdir, argv, model))
+        return tasks()[cfg.task.name](Run(cfg, outdir, argv, model))

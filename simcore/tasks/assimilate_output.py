@@ -8,6 +8,7 @@ import xarray as xr
 
 from ..covariance import unflatten
 from ..io import pyplot, save_figure, write_netcdf
+from ..plots import dim_label, fields, label
 from ..state import state_dataset
 
 log = logging.getLogger("simcore")
@@ -117,13 +118,13 @@ def _analysis(run, setup, done):
     model, n = setup.model, len(done)
     times = np.array([setup.time(c) for c in range(n)])
     parts = []
-    for label, xs in (("", done.xa), ("_background", done.xb), ("_truth", setup.truth[:n])):
+    for suffix, xs in (("", done.xa), ("_background", done.xb), ("_truth", setup.truth[:n])):
         ds = state_dataset(model, _stack(model, xs), time=times)
-        ds = ds.rename({v.name: v.name + label for v in model.variables()})
+        ds = ds.rename({v.name: v.name + suffix for v in model.variables()})
         for v in model.variables():
             what = {"": "analysis", "_background": "background",
-                    "_truth": "truth"}[label]
-            ds[v.name + label].attrs["long_name"] = f"{v.long_name} ({what})"
+                    "_truth": "truth"}[suffix]
+            ds[v.name + suffix].attrs["long_name"] = f"{v.long_name} ({what})"
         parts.append(ds)
     ds = xr.merge(parts, combine_attrs="override")
     ds.time.attrs["long_name"] = "model time at the window start"
@@ -158,7 +159,7 @@ def _diagnostics(run, setup, done):
         "time": (("cycle",), done.column("time"),
                  {"units": setup.model.time().units, "long_name": CYCLES["time"][1],
                   "axis": "T"})})
-    ds.attrs.update(method=setup.cfg.method, burn_in=int(setup.cfg.burn_in))
+    ds.attrs.update(method=setup.cfg.method, burn_in=setup.burn_in)
     write_netcdf(ds, run.path("diagnostics.nc"),
                  run.attrs(f"{setup.model.name}: 4D-Var diagnostics"))
     return "diagnostics.nc"
@@ -167,21 +168,24 @@ def _diagnostics(run, setup, done):
 def _plots(run, setup, done):
     plt = pyplot()
     if plt is None:
-        log.info("assimilate: matplotlib not installed; no plots")
+        log.info("assimilate: no plots: matplotlib is not installed (pip install -e "
+                 "\".[plot]\")")
         return []
     model, n = setup.model, len(done)
     t = done.column("time")
+    units = _state_units(setup)
     fig, ax = plt.subplots(figsize=(8, 4))
-    ax.plot(t, done.column("rmse_background"), lw=0.8, label="background (window start)")
-    ax.plot(t, done.column("rmse_analysis"), lw=0.8, label="analysis (window start)")
+    # the analysis at a window's end is the next window's background: one line shows both
+    ax.plot(t, done.column("rmse_background"), "-", lw=0.8, color="C0",
+            label="background at the window start (= previous analysis at its end)")
+    ax.plot(t, done.column("rmse_analysis"), "-", lw=0.8, color="C1",
+            label="analysis at the window start")
     end = t + setup.steps * setup.dt
-    ax.plot(end, done.column("rmse_background_end"), ":", lw=0.8, color="C0",
-            label="background forecast (window end)")
-    ax.plot(end, done.column("rmse_analysis_end"), ":", lw=0.8, color="C1",
-            label="analysis (window end)")
-    ax.axhline(setup.obs.sigma, color="k", ls="--", lw=0.8, label="observation error")
-    ax.set_xlabel(f"time [{model.time().units}]")
-    ax.set_ylabel("RMSE against the truth")
+    ax.plot(end, done.column("rmse_background_end"), ":", marker=".", lw=0.8, color="C2",
+            label="background forecast at the window end (no observations)")
+    ax.axhline(setup.obs.sigma, color="k", ls="--", lw=0.8, label="observation error std")
+    ax.set_xlabel(label(model.time().long_name, model.time().units))
+    ax.set_ylabel(label("RMSE against the truth", units))
     ax.set_yscale("log")
     ax.set_title(f"{model.name}: 4D-Var ({setup.cfg.method}), {n} cycles")
     ax.legend(fontsize="small")
@@ -195,7 +199,12 @@ def _plots(run, setup, done):
         xt = _stack(model, setup.truth[n - 1:n])[variable.name][0]
         xb = _stack(model, done.xb[-1:])[variable.name][0]
         xa = _stack(model, done.xa[-1:])[variable.name][0]
-        return ["rmse.png", _snapshot(plt, run, variable, xt, xb, xa)]
+        fields(plt, run.path("analysis.png"),
+               [("truth", xt), ("background", xb), ("analysis", xa)],
+               [model.dim(d) for d in variable.dims], label(variable.long_name, variable.units),
+               difference=("analysis - truth", xa - xt),
+               title=f"{model.name}: {variable.name} at the start of the last cycle")
+        return ["rmse.png", "analysis.png"]
     return ["rmse.png"]
 
 
@@ -213,35 +222,20 @@ def _hovmoller(plt, run, setup, done, variable, cycles=25):
     xa = _stack(model, xa)[variable.name]
     dim = model.dim(variable.dims[0])
     x = dim.values()
-    lim = float(np.max(np.abs(xt)))
+    lim = max(float(np.max(np.abs(xt))), float(np.max(np.abs(xa))))
     err = xa - xt
-    fig, axes = plt.subplots(1, 3, figsize=(12, 5), sharey=True)
+    quantity = label(variable.long_name, variable.units)
+    fig, axes = plt.subplots(1, 3, figsize=(12, 5))
     for a, (title, z, vm) in zip(axes, [("truth", xt, lim), ("analysis", xa, lim),
                                         ("analysis - truth", err,
                                          max(float(np.max(np.abs(err))), 1e-12))]):
         im = a.pcolormesh(x, times, z, cmap="RdBu_r", vmin=-vm, vmax=vm, shading="nearest")
         a.set_title(f"{variable.name}: {title}")
-        a.set_xlabel(f"{dim.long_name or dim.name}")
-        fig.colorbar(im, ax=a)
-    axes[0].set_ylabel(f"time [{model.time().units}]")
+        a.set_xlabel(dim_label(dim))
+        a.set_ylabel(label(model.time().long_name, model.time().units))
+        fig.colorbar(im, ax=a, label=quantity)
     fig.suptitle(f"{model.name}: last {min(cycles, n)} cycles, every {setup.obs.every_m} steps")
     fig.tight_layout()
     save_figure(fig, run.path("hovmoller.png"))
     plt.close(fig)
     return "hovmoller.png"
-
-
-def _snapshot(plt, run, variable, xt, xb, xa):
-    fig, axes = plt.subplots(1, 4, figsize=(15, 3.6))
-    lo, hi = float(xt.min()), float(xt.max())
-    err = float(np.max(np.abs(xa - xt))) or 1e-12
-    for a, (title, x) in zip(axes, [("truth", xt), ("background", xb), ("analysis", xa)]):
-        im = a.imshow(x, origin="lower", vmin=lo, vmax=hi)
-        a.set_title(f"{variable.name} {title} (last cycle)")
-    fig.colorbar(im, ax=axes[:3], label=variable.units)
-    im = axes[3].imshow(xa - xt, origin="lower", cmap="RdBu_r", vmin=-err, vmax=err)
-    axes[3].set_title("analysis - truth")
-    fig.colorbar(im, ax=axes[3], label=variable.units)
-    save_figure(fig, run.path("analysis.png"))
-    plt.close(fig)
-    return "analysis.png"

@@ -25,7 +25,9 @@ from ..checkpoint import open_checkpoint
 from ..control import Control
 from ..history import History
 from ..io import pyplot, save_figure, write_json, write_netcdf
+from ..plots import fields, label
 from ..state import parameter_dataset
+from ..terminal import progress
 from ..twin import Observations, Twin
 
 log = logging.getLogger("simcore")
@@ -130,6 +132,8 @@ def calibrate(run) -> dict:
                     evaluations=cache["evaluations"])
         iterates.append((v.copy(), {k: p.copy() for k, p in cache["params"].items()}))
         it = len(history) - 1
+        if it:
+            bar.update(1)
         if evals.replaying:
             return
         evals.save(ckpt, it)
@@ -139,13 +143,14 @@ def calibrate(run) -> dict:
                      cache["parts"]["prior"], gnorm, describe(cache["params"], twin.truth))
 
     v0 = np.zeros(control.size)
-    evaluate(v0)
-    record(v0)
-    res = minimize(evaluate, v0, jac=True, method="L-BFGS-B", bounds=control.bounds(),
-                   callback=lambda intermediate_result: record(intermediate_result.x),
-                   options={"maxiter": int(cfg.max_iter), "ftol": float(cfg.ftol),
-                            "gtol": float(cfg.gtol), "maxcor": int(cfg.memory),
-                            "maxfun": 20 * int(cfg.max_iter)})
+    with progress(int(cfg.max_iter), "calibrate", "iter", leave=False) as bar:
+        evaluate(v0)
+        record(v0)
+        res = minimize(evaluate, v0, jac=True, method="L-BFGS-B", bounds=control.bounds(),
+                       callback=lambda intermediate_result: record(intermediate_result.x),
+                       options={"maxiter": int(cfg.max_iter), "ftol": float(cfg.ftol),
+                                "gtol": float(cfg.gtol), "maxcor": int(cfg.memory),
+                                "maxfun": 20 * int(cfg.max_iter)})
     final = control.unpack(res.x)
     if not np.array_equal(res.x, iterates[-1][0]):
         record(res.x)
@@ -156,7 +161,7 @@ def calibrate(run) -> dict:
     summary = _summary(run, twin, guess, final, history, res)
     _write_history(run, twin, guess, history, [p for _, p in iterates])
     if cfg.plot:
-        _plots(run, twin, guess, final, history)
+        summary["outputs"] += _plots(run, twin, guess, final, history)
     summary["wall_time_s"] = run.elapsed()
     summary["resumed_from_iteration"] = evals.resumed_from
     write_json(summary, run.path("summary.json"))
@@ -220,9 +225,7 @@ def _summary(run, twin, guess, final, history, res) -> dict:
             "converged": bool(res.success), "message": _message(res),
             "n_obs": int(twin.n_obs), "n_params": int(sum(v.size for v in truth.values())),
             "chi2": 2.0 * J_obs, "chi2_per_obs": 2.0 * J_obs / twin.n_obs,
-            "noise": bool(twin.obs.noise),
-            "outputs": ["calibration.nc", "summary.json"]
-            + (["cost.png"] if run.cfg.task.plot and pyplot() else [])}
+            "noise": bool(twin.obs.noise), "outputs": ["calibration.nc", "summary.json"]}
 
 
 def _message(res):
@@ -253,33 +256,35 @@ def _write_history(run, twin, guess, history, params):
     write_netcdf(ds, run.path("calibration.nc"), run.attrs(f"{model.name}: calibration"))
 
 
-def _plots(run, twin, guess, final, history):
+def _plots(run, twin, guess, final, history) -> list:
+    """cost.png, and <name>.png for every 2-D parameter; the files written."""
     plt = pyplot()
     if plt is None:
-        log.info("calibrate: matplotlib not installed; no plots")
-        return
+        log.info("calibrate: no plots: matplotlib is not installed (pip install -e \".[plot]\")")
+        return []
+    model = run.model
     fig, ax = plt.subplots(figsize=(6, 4))
     it = np.arange(len(history))
-    ax.semilogy(it, history["cost"], "o-", label="J")
-    ax.semilogy(it, np.maximum(history["cost_obs"], 1e-300), "--", label="J_obs")
-    if np.any(history["cost_prior"] > 0):
-        ax.semilogy(it, history["cost_prior"], ":", label="J_b")
-    ax.set_xlabel("iteration")
-    ax.set_ylabel("cost")
-    ax.set_title(f"{run.model.name}: cost descent")
+    prior = np.any(history["cost_prior"] > 0)
+    ax.semilogy(it, history["cost"], "o-", ms=3, label="J" if prior else "J = J_obs (no prior)")
+    if prior:
+        ax.semilogy(it, np.maximum(history["cost_obs"], 1e-300), "--", label="J_obs")
+        ax.semilogy(it, np.maximum(history["cost_prior"], 1e-300), ":", label="J_b")
+    ax.set_xlabel("L-BFGS-B iteration")
+    ax.set_ylabel("cost (dimensionless)")
+    ax.set_title(f"{model.name}: cost descent")
     ax.legend()
     fig.tight_layout()
     save_figure(fig, run.path("cost.png"))
     plt.close(fig)
-    for p in run.model.parameters():
-        if p.value.ndim == 2 and p.value.size > 9:
-            fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
-            lo, hi = p.value.min(), p.value.max()
-            for a, (label, v) in zip(axes, [("truth", twin.truth[p.name]),
-                                            ("first guess", guess[p.name]),
-                                            ("calibrated", final[p.name])]):
-                im = a.imshow(v, origin="lower", vmin=lo, vmax=hi)
-                a.set_title(f"{p.name} {label}")
-            fig.colorbar(im, ax=axes, label=p.units)
-            save_figure(fig, run.path(f"{p.name}.png"))
-            plt.close(fig)
+    files = ["cost.png"]
+    for p in model.parameters():
+        if p.value.ndim == 2:
+            fields(plt, run.path(f"{p.name}.png"),
+                   [("truth", twin.truth[p.name]), ("first guess", guess[p.name]),
+                    ("calibrated", final[p.name])], [model.dim(d) for d in p.dims],
+                   label(p.long_name, p.units),
+                   difference=("calibrated - truth", final[p.name] - twin.truth[p.name]),
+                   title=f"{model.name}: {p.long_name} {p.name}")
+            files.append(f"{p.name}.png")
+    return files

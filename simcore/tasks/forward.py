@@ -8,6 +8,7 @@ import xarray as xr
 from ..chain import advance
 from ..io import write_json, write_netcdf
 from ..state import arrays, parameter_dataset, state_dataset
+from ..terminal import progress
 
 log = logging.getLogger("simcore")
 
@@ -29,11 +30,17 @@ def forward(run) -> dict:
     t0 = time.perf_counter()
     model.kernel.specialize(model.kernel_args(state, params, 1))   # compile (or load) first
     compile_s, t0 = time.perf_counter() - t0, time.perf_counter()
-    for k, target in enumerate(steps[1:], 1):
-        returned = advance(model, state, params, target - done)
-        done = target
-        frames.append({n: a.copy() for n, a in state.items()})
-        log.info("forward: step %d/%d (%d/%d outputs)", done, model.steps, k, len(steps) - 1)
+    with progress(model.steps, "forward", "step", leave=False) as bar:
+        piece = -(-model.steps // 100) if bar.live else model.steps   # the bar moves by 1 %
+        for k, target in enumerate(steps[1:], 1):
+            while done < target:             # steps continue in place: pieces change nothing
+                chunk = min(piece, target - done)
+                returned = advance(model, state, params, chunk)
+                bar.update(chunk)
+                done += chunk
+            frames.append({n: a.copy() for n, a in state.items()})
+            log.info("forward: step %d/%d (%d/%d outputs)", done, model.steps, k,
+                     len(steps) - 1)
     seconds = time.perf_counter() - t0
     dt = model.time().dt
     stacked = {n: np.stack([f[n] for f in frames]) for n in state}
