@@ -171,8 +171,8 @@ def array_returned(A: float64[N]) -> float:
     return A * 2.0  # ERR
 
 
-def mask_read(A: float64[N]) -> float:
-    s = np.sum(A[A > 0.0])  # ERR
+def mask_read(A: float64[N]) -> float:      # np.sum, np.prod, np.mean of A[m] run
+    s = np.max(A[A > 0.0])  # ERR
     return s
 
 

@@ -16,6 +16,7 @@ from .array_shapes import (ArrayExpr, broadcast_to, constant, flip, fmt_shape, n
                            reshape, same_size, subscript, transpose, truth, volume,
                            without_view)
 from .array_stores import store, temporary
+from .masks import masked_operand
 from .functions import floordiv, python_mod
 from ..analysis.bounds import Fits
 from ..sdfg import LoopRegion, Sequence
@@ -790,6 +791,9 @@ def _linspace(b, node, args):
 # ---- reductions ---------------------------------------------------------------------------
 def _reduce(kind):
     def handler(b, node, args):
+        masked = masked_operand(b, _required(b, node, args, "a"))
+        if masked is not None:                       # np.mean(A[m]), A[m].sum()
+            return _masked_reduction(b, node, kind, args, *masked)
         a = b.expr(_required(b, node, args, "a"))
         axes = _axes(b, args.get("axis"), a.rank)
         keep = _flag(b, args, "keepdims")
@@ -805,6 +809,29 @@ def _reduce(kind):
             return ArrayExpr(out.shape, lambda index: truth(out.at(index)), True)
         return reduction(b, node, kind, a, axes, keep)
     return handler
+
+
+def _masked_reduction(b, node, kind, args, values, mask):
+    """A reduction of the elements a mask selects: the others count as the reduction's
+    identity (a sum's 0, a product's 1); a mean divides by how many there are (nan for
+    none, as NumPy). The selection is 1-D: no axis."""
+    if kind not in ("sum", "prod", "mean") or args.get("axis") is not None:
+        raise b.src.error(node, f"`{ast.unparse(node)}`: of a masked selection the kernel "
+                                "computes sum, prod and mean over all of it (no axis); "
+                                "write the loop, or use np.where")
+    every = tuple(range(values.rank))
+
+    def where(value, other):
+        return ArrayExpr(values.shape, lambda p: fp.select(
+            value(p), truth(mask.at(p)), sp.Integer(other)))
+    if kind == "prod":
+        return reduction(b, node, "prod", where(lambda p: number(values.at(p)), 1), every,
+                         False)
+    total = reduction(b, node, "sum", where(lambda p: number(values.at(p)), 0), every, False)
+    if kind == "sum":
+        return total
+    count = reduction(b, node, "sum", where(lambda p: sp.Integer(1), 0), every, False)
+    return ArrayExpr((), lambda index: fp.div(total.at(()), count.at(())))
 
 
 REDUCE_ARGS = ("a", "axis")

@@ -20,6 +20,7 @@ from ..sdfg import Container, LoopRegion, MapScope, Memlet, State, Tasklet
 from .array_shapes import (ONE, MaskValue, ViewValue, broadcast_to, fmt_shape, number, remap,
                            subscript, truth)
 from .expressions import DataValue, IntValue
+from .masks import unmasked
 
 FLOAT64 = np.dtype(np.float64)
 
@@ -158,14 +159,17 @@ def _assign_mask(b, stmt, target, value, op):
         b.agree(target, n, m, dest.shape, mask.shape, "array and mask")
     r = mask.rank                                    # a mask of rows selects whole rows
     mask = remap(mask, dest.shape, lambda p: p[:r], keep_view=False)
-    if isinstance(value, ast.Subscript) and ast.dump(value.slice) == ast.dump(target.slice):
-        v = fit(b, stmt, b.expr(value.value), dest.shape)
+    elementwise = unmasked(target.slice, value,      # A[m] = B[m] * 2.0 + C[m]
+                           lambda node: b.expr(node).rank > 0)
+    if elementwise is not None:
+        v = fit(b, stmt, b.expr(elementwise), dest.shape)
     else:
         v = b.expr(value)
         if v.rank:
             raise b.src.error(value, "assign a single number to a masked selection "
-                                     f"(`{ast.unparse(target)} = 0.0`), the same mask of "
-                                     "another array (`A[m] = B[m]`), or use np.where")
+                                     f"(`{ast.unparse(target)} = 0.0`), an elementwise "
+                                     "expression of the same mask of arrays (`A[m] = "
+                                     "B[m] * 2.0`), or use np.where")
         v = broadcast_to(v, dest.shape)
 
     def new(p, old):
