@@ -77,7 +77,7 @@ def bad_unknown_numpy_function(A: float64[N], T: int) -> float:
 def bad_assert(A: float64[N], T: int) -> float:
     for i in range(N):
         A[i] = 0.5 * A[i]
-    assert T > 2  # ERR
+    assert A[0] > T  # ERR
     return np.sum(A * A)
 
 

@@ -8,8 +8,8 @@ import functools
 import numpy as np
 import pytest
 
-from adjoint import KernelSyntaxError, kernel, vjp
-from kernel_testing import fd_atol, fd_directional, inner, rng_for
+from adjoint import BoundsError, KernelSyntaxError, kernel, vjp
+from kernel_testing import check_vjp_and_jvp, fd_atol, fd_directional, inner, rng_for
 
 
 def commented(u):
@@ -122,3 +122,44 @@ def test_decorated_functions_and_methods_are_refused_not_compiled_as_their_insid
         kernel(doubled_sin)
     with pytest.raises(KernelSyntaxError, match="is a method"):
         kernel(Model().rhs)
+
+
+def conditional_values(x, y, c, n):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += x[i] * 2.0 if x[i] > c else -x[i] * y[i]     # on data: C's c ? a : b
+    z = (x * 2.0 if n > 0 else y) * (x if x[0] > 0.5 else y)   # arrays, number conditions
+    return s + np.sum(z * z)
+
+
+@pytest.mark.parametrize("x0, n", [(0.2, 1), (0.9, 0)], ids=["first", "second"])
+def test_conditional_expressions_as_python(x0, n):
+    rng = rng_for(f"ifexp {x0}")
+    x, y = rng.random(6), rng.random(6)
+    x[0] = x0
+    args = (x, y, 0.5, n)
+    assert kernel(conditional_values)(*args) == pytest.approx(conditional_values(*args),
+                                                              rel=1e-14)
+    check_vjp_and_jvp(kernel(conditional_values), conditional_values, args, rng)
+
+
+def checked_sizes(x, k):
+    assert x.shape[0] > k, "x must be longer than k"
+    assert k >= 0
+    return x[k] * 2.0
+
+
+def checked_data(x):
+    assert x[0] > 0.0
+    return x[0]
+
+
+def test_asserts_on_sizes_are_checked_per_call_and_on_data_refused():
+    k = kernel(checked_sizes)
+    assert k(np.arange(4.0), 2) == 4.0
+    with pytest.raises(BoundsError, match="assert failed: `x.shape\\[0\\] > k`: x must be"):
+        k(np.arange(4.0), 4)
+    with pytest.raises(KernelSyntaxError, match="an assert on data") as info:
+        kernel(checked_data)(np.ones(2))
+    line = checked_data.__code__.co_firstlineno + 1
+    assert f"test_function_bodies.py:{line}:" in str(info.value)

@@ -202,6 +202,26 @@ class ArrayBuilder:
                                        f"({ast.unparse(node)}[0]) to get a size")
         return self.scalar(node)
 
+    def _expr_IfExp(self, node):
+        """``A if c else B`` with a number or integer condition ``c``: one array of the
+        branches' common shape (a decided condition picks one; NumPy's shapes may differ
+        there)."""
+        from .array_stores import tasklet_body
+        reads, cond = tasklet_body(self.ex, lambda: self.ex.condition(node.test))
+        if not reads and cond in (sp.true, sp.false):
+            return self.expr(node.body if cond is sp.true else node.orelse)
+        a, c = self.expr(node.body), self.expr(node.orelse)
+        if a.rank != c.rank:
+            raise self.src.error(node, f"the branches of `{_short(node)}` have shapes "
+                                       f"{fmt_shape(a.shape)} and {fmt_shape(c.shape)}: the "
+                                       "kernel needs one shape; write an if statement")
+        for n, m in zip(a.shape, c.shape):
+            self.agree(node, n, m, a.shape, c.shape, "branches")
+        # The condition is read again in each tasklet that uses an element (its reads are
+        # that tasklet's connectors).
+        return ArrayExpr(a.shape, lambda p: fp.select(a.at(p), self.ex.condition(node.test),
+                                                      c.at(p)), a.boolean and c.boolean)
+
     # ---- subscripts ----------------------------------------------------------------------
     def _expr_Subscript(self, node):
         if isinstance(node.value, ast.Attribute) and node.value.attr == "shape":

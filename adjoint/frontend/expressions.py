@@ -205,6 +205,15 @@ class ExpressionBuilder:
                                        "supported in kernels")
         return real(self.src, node, method(node, elementwise))
 
+    def _value_IfExp(self, node, elementwise):
+        """``a if c else b``: the value C's ``c ? a : b`` picks. Both are lowered (indices in
+        either are checked as if it were taken); a decided condition picks one."""
+        cond = self.condition(node.test)
+        if cond in (sp.true, sp.false):
+            return self._value(node.body if cond is sp.true else node.orelse, elementwise)
+        return fp.select(self._value(node.body, elementwise), cond,
+                         self._value(node.orelse, elementwise))
+
     def _value_Constant(self, node, elementwise):
         v = node.value
         if isinstance(v, bool) or not isinstance(v, (int, float)):

@@ -163,6 +163,23 @@ class KernelBuilder(LoopLowering):
     def _stmt_Pass(self, stmt):
         return []
 
+    def _stmt_Assert(self, stmt):
+        """``assert`` on sizes and integers: checked once per call (a BoundsError with the
+        message); on data it is refused (the kernel cannot raise mid-run)."""
+        ex = ExpressionBuilder(self, self.scope)
+        cond = ex.condition(stmt.test)
+        if ex.reads or not cond.free_symbols <= set(self.symbols):
+            raise self.src.error(stmt, f"`{_first_line(stmt)}`: an assert on data or loop "
+                                       "variables cannot be checked before the kernel runs; "
+                                       "check it in the caller")
+        if cond is sp.false:
+            raise self.src.error(stmt, f"`{_first_line(stmt)}` always fails")
+        if cond is not sp.true:
+            why = ast.literal_eval(stmt.msg) if isinstance(stmt.msg, ast.Constant) else None
+            ArrayBuilder(ex).assume(stmt, cond, f"assert failed: `{ast.unparse(stmt.test)}`"
+                                    + (f": {why}" if why else ""))
+        return []
+
     def _stmt_Expr(self, stmt):
         if isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str):
             return []                                     # a string used as a comment
