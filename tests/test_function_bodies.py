@@ -163,3 +163,24 @@ def test_asserts_on_sizes_are_checked_per_call_and_on_data_refused():
         kernel(checked_data)(np.ones(2))
     line = checked_data.__code__.co_firstlineno + 1
     assert f"test_function_bodies.py:{line}:" in str(info.value)
+
+
+def iterations(A, x, y):
+    s = 0.0
+    for row in A:                 # rows: views, written through
+        row *= 2.0
+        s += np.sum(row * row)
+    for i, v in enumerate(x):     # elements: numbers
+        s += v * i
+    for a, b in zip(x, y):        # the shorter length
+        s += a * b
+    return s
+
+
+def test_iteration_over_arrays_as_python():
+    rng = rng_for("iterations")
+    args = (rng.random((3, 4)), rng.random(5), rng.random(6))
+    got, want = [a.copy() for a in args], [a.copy() for a in args]
+    assert kernel(iterations)(*got) == pytest.approx(iterations(*want), rel=1e-14)
+    assert all(np.array_equal(g, w) for g, w in zip(got, want))
+    check_vjp_and_jvp(kernel(iterations), iterations, args, rng)

@@ -10,11 +10,13 @@ import ast
 from dataclasses import dataclass
 from typing import Optional
 
+import numpy as np
 import sympy as sp
 
 from ..sdfg import arithmetic as fp
 from ..sdfg import ConditionalRegion, Container, LoopRegion, Memlet, Sequence, State, Tasklet
 from ..sdfg.nodes import flag_symbol
+from .arrays import ArrayBuilder
 from .expressions import ExpressionBuilder, IntValue
 
 
@@ -31,14 +33,13 @@ class LoopLowering:
     def _stmt_For(self, stmt):
         if stmt.orelse:
             raise self.src.error(stmt, "`for ... else` is not supported")
-        if not isinstance(stmt.target, ast.Name):
-            raise self.src.error(stmt.target, "the loop variable must be a single name")
         it = stmt.iter
         if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name)
                 and it.func.id == "range" and it.func.id not in self.src.globals
                 and not it.keywords and 1 <= len(it.args) <= 3):
-            raise self.src.error(it, f"loops must be `for v in range(...)`, got "
-                                     f"`{ast.unparse(it)}`; iterate over indices instead")
+            return self._stmt_For(self._over_indices(stmt))
+        if not isinstance(stmt.target, ast.Name):
+            raise self.src.error(stmt.target, "the loop variable must be a single name")
         ex = ExpressionBuilder(self, self.scope)
         bounds = [ex.index(a, "a range() bound") for a in it.args]
         start, stop, step = (sp.Integer(0), bounds[0], sp.Integer(1)) if len(bounds) == 1 else \
@@ -46,7 +47,8 @@ class LoopLowering:
         if step == 0:
             raise self.src.error(it, "range() step must not be zero")
         var = stmt.target.id
-        self._check_name(stmt.target, var)
+        if not getattr(stmt, "over_indices", False):      # __it: _over_indices' own name
+            self._check_name(stmt.target, var)
         if var in self.scope:
             raise self.src.error(stmt.target, f"loop variable {var!r} shadows an argument, a "
                                               "size or an enclosing loop variable")
@@ -72,6 +74,43 @@ class LoopLowering:
         self.binds.loop_built(body, path)
         self.binds.check_copies(self.src, copies, [body])
         return body
+
+    def _over_indices(self, stmt):
+        """``for x in A``, ``for i, x in enumerate(A)``, ``for a, b in zip(A, B)`` as the
+        loop over indices Python's iteration makes: ``for k in range(n): x = A[k]`` (a
+        row, a view; or a number), n the shortest first axis."""
+        it, target = stmt.iter, stmt.target
+        index = None
+        if _call_of(self, it, "enumerate") and len(it.args) == 1 and \
+                isinstance(target, ast.Tuple) and len(target.elts) == 2 and \
+                isinstance(target.elts[0], ast.Name):
+            index, target, arrays = target.elts[0], target.elts[1], it.args
+        elif _call_of(self, it, "zip") and it.args and isinstance(target, ast.Tuple) and \
+                len(target.elts) == len(it.args):
+            arrays, target = it.args, target
+        else:
+            arrays = [it]
+        b = ArrayBuilder(ExpressionBuilder(self, self.scope))
+        values = [b.expr(a) for a in arrays]
+        if any(not v.rank for v in values):
+            raise self.src.error(it, f"loops must be `for v in range(...)` or over arrays "
+                                     f"(`for x in A`, enumerate, zip), got "
+                                     f"`{ast.unparse(it)}`; iterate over indices instead")
+        self._counter += 1
+        k = index.id if index is not None else f"__it{self._counter}"
+        n = f"__n{self._counter}"
+        self.scope[n] = IntValue(sp.Min(*[v.shape[0] for v in values]))
+        names = target.elts if isinstance(target, ast.Tuple) and len(arrays) > 1 else [target]
+        head = []
+        for name, array, value in zip(names, arrays, values):
+            element = ast.Subscript(array, ast.Name(k, ast.Load()), ast.Load())
+            head.append(ast.Assign([name], element))
+            if value.rank == 1 and isinstance(name, ast.Name) and name.id not in self.containers:
+                self.containers[name.id] = Container(name.id, np.dtype(np.float64), (), True)
+        rng = ast.Call(ast.Name("range", ast.Load()), [ast.Name(n, ast.Load())], [])
+        loop = ast.For(ast.Name(k, ast.Store()), rng, head + stmt.body, [])
+        loop.over_indices = index is None
+        return ast.fix_missing_locations(ast.copy_location(_placed(loop, stmt), stmt))
 
     def _stmt_While(self, stmt):
         if stmt.orelse:
@@ -160,3 +199,16 @@ class LoopLowering:
 
     def line(self, stmt):
         return stmt.lineno + self.src.first_line - 1
+
+
+def _call_of(kernel, node, name):
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+        node.func.id == name and name not in kernel.src.globals and not node.keywords
+
+
+def _placed(tree, where):
+    """Every node of ``tree`` without a position at ``where``'s (for messages)."""
+    for node in ast.walk(tree):
+        if "lineno" in node._attributes and not hasattr(node, "lineno"):
+            ast.copy_location(node, where)
+    return tree
