@@ -171,10 +171,12 @@ class Bindings:
         out, copies = [], []
         for name in sorted(_rebound(stmts)):
             binding = kernel.scope.get(name)
-            if not _is_array(binding) or not self._enters(name) or \
-                    self.shared(kernel.scope, name) is None:
+            if not _is_array(binding) or not self._enters(name):
                 continue
-            shared, what = self.shared(kernel.scope, name)
+            found = self.shared(kernel.scope, name)
+            if found is None:
+                continue
+            shared, what = found
             _check_no_handover(kernel.src, name, what, stmts)
             regions_, c = self._copy(kernel, name, name, line)
             out += regions_
