@@ -3,6 +3,7 @@ import functools
 import inspect
 import math
 import re
+import threading
 import types
 
 import numpy as np
@@ -16,9 +17,12 @@ from .options import target
 from .sweep import Sweep
 from .frontend import RESULT, declared_types, read_source, type_of_value
 from .frontend.source import refuse_unreadable, with_defaults
-from .runtime.arguments import bind
-from .runtime.memory import BufferPool, HostMemory, on_device
+from .runtime.arguments import Binding, signature
+from .runtime.memory import SMALL, BufferPool, HostMemory, idle, on_device
 from .sdfg import to_text
+
+BINDINGS = 16       # argument signatures a kernel keeps the checks of (see Kernel.bound)
+LOSS = types.MappingProxyType({RESULT: 1.0})      # the cotangent grad pulls back
 
 
 class Kernel:
@@ -32,12 +36,32 @@ class Kernel:
         self._parameters = tuple(inspect.signature(func).parameters.values())
         self._source = None
         self._specs = {}
+        self._bindings = {}         # signature -> (target, specialisation, Binding)
+        self._lock = threading.Lock()
 
     def __call__(self, *args, **kwargs):
         args = self.positional(args, kwargs)
+        spec, binding = self.bound(args)
+        return spec.call(binding, args)
+
+    def bound(self, args) -> tuple:
+        """(specialisation, Binding) for ``args``. The specialisation's look-up and the
+        arguments' checks run once per argument signature (runtime/arguments.py) and
+        target; the last BINDINGS signatures keep them (a call's sizes, its argument
+        types: every later call like it skips both)."""
+        key = signature(args)
+        here = target()
+        hit = self._bindings.get(key)
+        if hit is not None and hit[0] is here:
+            return hit[1], hit[2]
         spec = self.specialize(args)
-        syms, values = bind(spec.sdfg, args, spec.written_arrays)
-        return spec.call(values, syms)
+        binding = Binding(spec.sdfg, args)
+        if binding.reusable:
+            with self._lock:
+                while len(self._bindings) >= BINDINGS:
+                    del self._bindings[next(iter(self._bindings))]
+                self._bindings[key] = (here, spec, binding)
+        return spec, binding
 
     def positional(self, args, kwargs):
         """``args`` and keyword arguments as Python binds them, in parameter order up to
@@ -90,11 +114,13 @@ class Kernel:
 
     def release(self):
         """Free the buffers kept between calls for reuse (the last forward call's
-        transients, the last gradient call's copies and tapes, gradients dropped since);
-        the compiled code stays."""
+        transients, the last gradient call's copies and tapes, gradients dropped since,
+        the frames of small calls); the compiled code stays."""
         for spec in self._specs.values():
             spec.pool.clear()
             spec.transients.clear()
+        for _, _, binding in list(self._bindings.values()):
+            binding.memo.clear()            # small calls' frames (the plans are remade)
 
     def __repr__(self):
         return f"<adjoint.kernel {self.__name__}>"
@@ -142,13 +168,14 @@ class Specialization:
     def __init__(self, forward):
         self.forward, self.sdfg = forward, forward.sdfg
         self._backward, self._tangent, self._sizes = {}, {}, {}
-        self.plans, self.last_sweep = {}, None
+        self.last_sweep = None
         self.pullback_reads = {}    # (backward, plan) -> containers vjp's pullbacks read
-        self.tape_sizes = {}    # (backward, sizes) -> {region: tape length that sufficed}
+        self.setups = {}        # (backward, sizes) -> sweep.Setup
         self.pool = BufferPool()        # host buffers a finished gradient call gave back
         self.transients = BufferPool()  # those of the last forward call
-        self.floating = [a.name for a in self.sdfg.arguments
-                         if a.kind == "float" or (a.kind == "array" and a.dtype.kind == "f")]
+        self.floating_arguments = [a for a in self.sdfg.arguments if a.kind == "float" or
+                                   (a.kind == "array" and a.dtype.kind == "f")]
+        self.floating = [a.name for a in self.floating_arguments]
         written = written_containers(self.sdfg)     # tasklets, maps and matrix products
         self.written_arrays = [a.name for a in self.sdfg.arguments
                                if a.kind == "array" and a.name in written]
@@ -169,28 +196,33 @@ class Specialization:
             self._backward[key] = pipeline.lower_backward(self.forward, *key)
         return self._backward[key]
 
-    def call(self, values, syms):
-        """Run the forward on the bound arguments ``values``: the transients it does not
+    def call(self, binding, args):
+        """Run the forward on ``args``, bound by ``binding``: the transients it does not
         return take the last call's buffers (fresh memory faults in page by page: 8 MB
         cost hdiff-limiter's forward about 1 ms), zeroed unless the program fills them
         first; what it returns is new."""
+        if binding.read_only:
+            binding.writable(self.written_arrays)
+        syms, values = binding.values(args)
         module = self.forward.module
-        self.verify(module, syms)
-        helper = None if on_device(module) else module          # zeroes on its threads
-        mem, held, buffers = HostMemory(self.transients, helper), [], []
-        for c in self.forward.layout.containers:
-            if c.name in values:
-                buffers.append(values[c.name])
-            elif c.name in self.sdfg.returns:
-                buffers.append(self.zeros(c, syms))
-            else:
-                size = self.volume(c, syms)
-                filled = c.name in self.filled_first and c.dtype == np.float64
-                held.append(mem.empty(size) if filled else mem.zeros(size, c.dtype))
-                buffers.append(held[-1])
-        self.run(module, 0, syms, buffers)
-        result = self.result(buffers, syms)
-        mem.close(held)
+        plan = binding.memo.get("forward") or binding.memo.setdefault(
+            "forward", ForwardPlan(self, syms))
+        if binding.ranges:                      # the sizes were checked by the plan
+            self.verify(module, syms)
+        if plan.framed:             # every buffer it makes is small: one frame, reused
+            frame = idle(plan.frames, module, plan.frame_slots)
+            buffers = plan.fill(frame, values)
+            module.call(0, syms, frame.table)
+        else:
+            mem = HostMemory(self.transients, None if on_device(module) else module)
+            buffers, held = plan.buffers(mem, values)
+            module.call(0, syms, buffers)
+            mem.close(held)
+        result = returned_value({name: float(buffers[k][0]) if shape is None else
+                                 buffers[k].reshape(shape) for k, name, shape in plan.returns}) \
+            if plan.single is None else float(buffers[plan.single][0])
+        if plan.framed:
+            plan.frames.append(frame)
         return result
 
     def buffers(self, values, syms, containers=None):
@@ -204,12 +236,16 @@ class Specialization:
 
     def volume(self, container, syms):
         """Number of elements of ``container`` at the sizes ``syms``."""
+        return math.prod(self.shape(container, syms))
+
+    def shape(self, container, syms):
+        """The shape of ``container`` at the sizes ``syms``, once per distinct sizes:
+        each size at these values (Container.volume()'s symbolic Max(0, N - 2) took
+        sympy ~8 ms per array to build; substituting into every returned array's shape
+        per call was most of a small kernel's call)."""
         key = (container.name, syms[:-2].tobytes())
         if key not in self._sizes:
-            # each size at these values, then the product: Container.volume()'s symbolic
-            # Max(0, N - 2) took sympy ~8 ms per array to build (hdiff_limiter's first
-            # call in a warm process: 52 ms)
-            self._sizes[key] = math.prod(self._at(container.shape, syms))
+            self._sizes[key] = tuple(self._at(container.shape, syms))
         return self._sizes[key]
 
     def _at(self, exprs, syms):
@@ -253,19 +289,10 @@ class Specialization:
         self.verify(module, syms)
         return module.call(entry, syms, buffers, tape, position)
 
-    def result(self, buffers, syms):
-        """What the kernel returns: a float, an array, a tuple of them, or None."""
-        index = {c.name: k for k, c in enumerate(self.forward.layout.containers)}
-        values = {n: self.returned(n, buffers[index[n]], syms) for n in self.sdfg.returns}
-        return returned_value(values)
-
     def returned(self, name, buffer, syms):
         """One returned container's value from its flat buffer."""
         c = self.sdfg.containers[name]
-        if c.is_scalar:
-            return float(buffer[0])
-        env = dict(zip(self.sdfg.symbols, (int(v) for v in syms[:-2])))
-        return buffer.reshape(tuple(max(int(sp.sympify(n).subs(env)), 0) for n in c.shape))
+        return float(buffer[0]) if c.is_scalar else buffer.reshape(self.shape(c, syms))
 
     def explain(self):
         lines = [to_text(self.sdfg)]
@@ -286,6 +313,69 @@ class Specialization:
             lines.append(f"measured peak of the engine's allocations: "
                          f"{sweep.ledger.peak / 2**20:.2f} MiB")
         return "\n".join(lines)
+
+
+class ForwardPlan:
+    """How a forward call at given sizes gets its buffers, made once per Binding:
+    ``slots`` per container (name, elements, dtype, how: None for an argument,
+    "returned", "filled" for a transient the program fills first, "zeros"), ``returns``
+    (buffer index, name, shape; None for a number). Where every transient is small (and
+    on the CPU), they and the returned numbers live in a Frame (runtime/memory.py) that
+    the next call reuses with its pointer table (``framed``); otherwise transients large
+    enough come from the specialisation's pool (the last call's buffers)."""
+
+    def __init__(self, spec, syms):
+        spec.verify(spec.forward.module, syms)      # before allocating from these sizes
+        arguments = {a.name for a in spec.sdfg.arguments if a.kind != "int"}
+        self.slots, self.returns, self.frame_slots, self.frames = [], [], [], []
+        for k, c in enumerate(spec.forward.layout.containers):
+            size, dtype = spec.volume(c, syms), np.dtype(c.dtype)
+            if c.name in arguments:
+                how = None
+            elif c.name in spec.sdfg.returns:
+                how = "returned"
+                self.returns.append((k, c.name, None if c.is_scalar else spec.shape(c, syms)))
+            else:
+                filled = c.name in spec.filled_first and dtype == np.float64
+                how = "filled" if filled else "zeros"
+            self.slots.append((c.name, size, dtype, how))
+            framed = how == "zeros" or how == "filled" or (how == "returned" and c.is_scalar)
+            self.frame_slots.append((c.name, (size,), dtype) if framed else (c.name, None, None))
+        order = {n: k for k, n in enumerate(spec.sdfg.returns)}
+        self.returns.sort(key=lambda r: order[r[1]])     # in the order the kernel returns
+        # the buffer of the one number a kernel returns, the common case
+        self.single = self.returns[0][0] if [r[1:] for r in self.returns] == [(RESULT, None)] \
+            else None
+        self.framed = not on_device(spec.forward.module) and all(
+            size * dtype.itemsize < SMALL for _, size, dtype, how in self.slots
+            if how in ("zeros", "filled"))
+
+    def fill(self, frame, values):
+        """The buffers of a framed call: the frame's views, zeroed; the arguments, and
+        new zeros for the arrays it returns, pointed to by the frame's table."""
+        frame.block.fill(0)
+        buffers = list(frame.buffers)
+        for k, name in frame.in_place:
+            buffer = values.get(name)
+            if buffer is None:
+                buffer = np.zeros(self.slots[k][1], self.slots[k][2])
+            buffers[k] = buffer
+            frame.table.point(k, buffer)
+        return buffers
+
+    def buffers(self, mem, values):
+        """(buffers, the transients among them) of a call with large transients: those
+        from ``mem`` (the specialisation's pool, zeroed on the module's threads)."""
+        held, buffers = [], []
+        for name, size, dtype, how in self.slots:
+            if how is None:
+                buffers.append(values[name])
+            elif how == "returned":
+                buffers.append(np.zeros(size, dtype))
+            else:
+                held.append(mem.empty(size) if how == "filled" else mem.zeros(size, dtype))
+                buffers.append(held[-1])
+        return buffers, held
 
 
 def _launch_plans(spec):
@@ -352,30 +442,44 @@ def value_and_grad(k: Kernel, wrt, memory_budget=None, policy=None, snapshots=No
     ``memory_budget`` (bytes or "512MiB") bounds what reverse mode keeps; ``policy`` is
     'ilp' (default: cheapest plan within the budget), 'store_all', 'recompute_all' or
     'revolve' (with ``snapshots``)."""
-    k = kernel(k)
-    plan = dict(budget=memory_budget, policy=policy, snapshots=snapshots)
+    run = _differentiated(kernel(k), wrt, memory_budget, policy, snapshots)
 
-    def run(*args, _value=True):
-        spec = k.specialize(args)
-        names = _check_wrt(k, spec, wrt)
-        sweep = Sweep(spec, spec.backward(names, {RESULT}), args, run_forward=_value, **plan)
-        cot = sweep.reverse({RESULT: 1.0}, wanted=names)
-        spec.last_sweep = sweep
-        grads = tuple(cot[n] for n in names)
-        return sweep.result(), grads[0] if isinstance(wrt, str) else grads
+    def value_and_gradient(*args):
+        return run(args, True)
 
-    functools.update_wrapper(run, k.py_func)
-    return run
+    functools.update_wrapper(value_and_gradient, kernel(k).py_func)
+    return value_and_gradient
 
 
 def grad(k: Kernel, wrt, memory_budget=None, policy=None, snapshots=None):
     """``f(*args) -> gradient`` of the returned scalar w.r.t. ``wrt`` (name or tuple)."""
-    vg = value_and_grad(k, wrt, memory_budget, policy, snapshots)
+    run = _differentiated(kernel(k), wrt, memory_budget, policy, snapshots)
 
-    def run(*args):
-        return vg(*args, _value=False)[1]
+    def gradient(*args):
+        return run(args, False)[1]
 
-    functools.update_wrapper(run, kernel(k).py_func)
+    functools.update_wrapper(gradient, kernel(k).py_func)
+    return gradient
+
+
+def _differentiated(k, wrt, memory_budget, policy, snapshots):
+    """``run(args, value) -> (loss, gradients)``, the loss None unless ``value``: one
+    Sweep per call; ``wrt`` checked and the backward looked up once per specialisation."""
+    single = isinstance(wrt, str)
+    derivatives = {}        # specialisation -> (names, its backward)
+
+    def run(args, value):
+        spec, binding = k.bound(args)
+        found = derivatives.get(spec)
+        if found is None:
+            names = _check_wrt(k, spec, wrt)
+            found = derivatives[spec] = names, spec.backward(names, {RESULT})
+        names, bwd = found
+        sweep = Sweep(spec, bwd, args, value, False, memory_budget, policy, snapshots, binding)
+        cot = sweep.reverse(LOSS, names)
+        spec.last_sweep = sweep
+        return sweep.result(), cot[wrt] if single else tuple([cot[n] for n in names])
+
     return run
 
 
@@ -386,10 +490,10 @@ def vjp(k: Kernel, *args, memory_budget=None, policy=None, snapshots=None):
     ``"return1"``, ...), maps every floating argument to its cotangent at entry, at the
     values of this call (what it reads of the caller's arrays is copied)."""
     k = kernel(k)
-    spec = k.specialize(args)
+    spec, binding = k.bound(args)
     outputs = set(spec.written_arrays) | set(spec.sdfg.returns)
     sweep = Sweep(spec, spec.backward(spec.floating, outputs), args, reusable=True,
-                  budget=memory_budget, policy=policy, snapshots=snapshots)
+                  budget=memory_budget, policy=policy, snapshots=snapshots, binding=binding)
     spec.last_sweep = sweep
     outs = {n: sweep.value(n).copy() for n in spec.written_arrays}
     for n in spec.sdfg.returns:
@@ -462,12 +566,12 @@ def jvp(k: Kernel, primals, tangents):
     """
     k = kernel(k)
     primals = tuple(primals)
-    spec = k.specialize(primals)
+    spec, binding = k.bound(primals)
     unknown = set(tangents) - set(spec.floating)
     if unknown:
         raise ArgumentError(f"tangents given for {sorted(unknown)}, but the floating arguments "
                             f"of {k.__name__}() are {spec.floating}")
-    syms, values = bind(spec.sdfg, primals)
+    syms, values = binding.values(primals)
     for name in spec.written_arrays:
         values[name] = values[name].copy()
     for name, t in tangents.items():

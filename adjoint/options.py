@@ -55,11 +55,26 @@ class Target:
 
 
 def target() -> Target:
-    """The Target of the current options."""
+    """The Target of the current options: one object per distinct options (a kernel's
+    call cache compares it by identity on every call; building one took 0.8 us)."""
+    key = (options.device, options.compiler, options.cflags, options.blas, options.reassociate,
+           options.nvcc, options.cuda_flags, options.cuda_arch, options.cuda_emulation)
+    try:
+        return _targets[key]
+    except KeyError:
+        return _targets.setdefault(key, _target())
+    except TypeError:               # an option set to a list: not a key, built each time
+        return _target()
+
+
+def _target():
     cuda = (options.nvcc, tuple(options.cuda_flags), options.cuda_arch,
             bool(options.cuda_emulation)) if options.device != "cpu" else ()
     return Target(options.device, options.compiler, tuple(options.cflags), bool(options.blas),
                   bool(options.reassociate), cuda)
+
+
+_targets = {}
 
 
 def configure(**changes):

@@ -8,7 +8,13 @@ non-reusable call hands the adjoints it returns to the user as they are (no copy
 gives every other buffer back to the pool. The ledger is kept as before: spares are held
 only while the bytes on the ledger plus the spares stay within the ledger's peak, so
 the measured peak is still what the engine holds at most; idle pooled buffers between
-calls (at most those of the last finished call per specialisation) are on no ledger."""
+calls (at most those of the last finished call per specialisation) are on no ledger.
+A reusable call (vjp) gives its buffers back once its pullback is gone. A call whose
+buffers (but tapes and snapshots) are all small takes them, with their pointer table,
+as one Frame that the next call at its sizes reuses, and returns copies of its adjoints.
+What the sizes alone decide is computed once per backward and sizes (``Setup``)."""
+import math
+
 import numpy as np
 
 from .analysis.activity import accessed_containers
@@ -19,8 +25,8 @@ from .codegen import COUNTS
 from .errors import AdjointError
 from .frontend import RESULT
 from .options import options
-from .runtime.arguments import bind
-from .runtime.memory import memory_for
+from .runtime.arguments import Binding
+from .runtime.memory import SMALL, idle, memory_for, on_device
 
 FORWARD, RECORD, REVERSE = 0, 1, 2
 
@@ -33,7 +39,8 @@ class Ledger:
 
     def take(self, array):
         self.current += array.nbytes
-        self.peak = max(self.peak, self.current)
+        if self.current > self.peak:
+            self.peak = self.current
         return array
 
     def give(self, array):
@@ -46,30 +53,104 @@ class _TapeOverflow(Exception):
         self.region = region
 
 
+class Setup:
+    """What the sweeps of one backward derive from the sizes alone, once per distinct
+    sizes (the specialisation keeps them): the checked counts, how each buffer starts
+    (an argument, its copy, a new transient, an adjoint zeroed where needed), each
+    region's symbol values, the plans made, the tape lengths that sufficed for while
+    loops (whose trips sc_check cannot count) in earlier calls (each overflow restarts
+    the forward sweep), and whether every buffer a call makes is small enough for a Frame
+    (runtime/memory.py; the idle frames are the Binding's, whose number a kernel bounds)."""
+
+    def __init__(self, spec, bwd, syms):
+        spec.verify(bwd.module, syms)               # the counts below are only right then
+        _, counts = bwd.module.check(syms)
+        self.counts = counts.reshape(-1, COUNTS)
+        self.hints, self.plans = {}, {}
+        self.primal = {c.name for c in spec.forward.layout.containers}
+        arguments = {a.name for a in spec.sdfg.arguments if a.kind != "int"}
+        copied = set(spec.written_arrays) | {a.name for a in spec.sdfg.arguments
+                                             if a.kind == "float"}
+        self.buffers = [(c.name, _start(spec, c, syms, arguments, copied))
+                        for c in bwd.layout.containers if c.name in self.primal]
+        assigned = bwd.adjoint.assigned_first
+        self.adjoints = [(c.name, _zeroed(spec, c, assigned.get(c.name), syms))
+                         for c in bwd.layout.containers if c.name not in self.primal]
+        self.syms = []                  # per region: its whole range as the segment
+        for r, count in zip(bwd.adjoint.regions, self.counts):
+            self.syms.append(syms.copy() if r.segmented else syms)
+            if r.segmented:
+                self.syms[-1][-2:] = (0, int(count[3]))
+        self.slots = [_slot(spec, c, dict(self.buffers).get(c.name), syms)
+                      for c in bwd.layout.containers]
+        self.framed = not on_device(bwd.module) and all(
+            shape is None or math.prod(shape) * dtype.itemsize < SMALL
+            for _, shape, dtype in self.slots)
+        self.copies = [n for n, how in self.buffers if how == "copy"]
+        self.cotangents = [(a.name, adjoint_name(a.name), a.kind == "float")
+                           for a in spec.floating_arguments]
+        self.written = {n for r in bwd.adjoint.regions for n in r.writes} & self.primal
+        self.adjoint_names = [name for name, _ in self.adjoints]
+
+
+def _slot(spec, c, how, syms):
+    """(name, shape, dtype) of container ``c``'s buffer in a Frame: an argument's shape
+    for its copy, flat for the others; (name, None, None) for an argument used in place."""
+    if how == "argument":
+        return c.name, None, None
+    if how == "copy" and not c.is_scalar:
+        return c.name, spec.shape(c, syms), np.dtype(c.dtype)
+    return c.name, (spec.volume(c, syms),), np.dtype(c.dtype)
+
+
+def _start(spec, c, syms, arguments, copied):
+    """How the buffer of primal container ``c`` starts: ``"argument"`` (as given),
+    ``"copy"`` (of the argument), or (elements, dtype, whether the program fills it
+    first) for a new one."""
+    if c.name in arguments:
+        return "copy" if c.name in copied else "argument"
+    filled = c.name in spec.filled_first and c.dtype == np.float64
+    return spec.volume(c, syms), np.dtype(c.dtype), filled
+
+
+def _zeroed(spec, c, box, syms):
+    """(elements, dtype, shape, the parts outside ``box``) of an adjoint buffer: zeros,
+    but where the reverse sweep assigns a box of it first (autodiff/first_touch.py),
+    zeros only around that box (shape and parts None: zeros throughout)."""
+    size = spec.volume(c, syms)
+    if box is None or c.dtype != np.float64:
+        return size, np.dtype(c.dtype), None, None
+    return (size, np.dtype(c.dtype)) + spec.outside(c, box, syms)
+
+
 class Sweep:
     """Buffers after the forward sweep, tapes and snapshots, and the reverse sweep."""
 
     def __init__(self, spec, bwd, args, run_forward=True, reusable=False, budget=None,
-                 policy=None, snapshots=None):
+                 policy=None, snapshots=None, binding=None):
+        """``binding``: the ``runtime.arguments.Binding`` of ``args`` (made here when
+        not given): their checks ran once for all calls like this one."""
         self.spec, self.bwd, self.reusable = spec, bwd, reusable
-        self.adj = bwd.adjoint
-        self.containers = bwd.layout.containers
-        self.syms, self.arguments = bind(spec.sdfg, args)
-        spec.verify(bwd.module, self.syms)          # the counts below are only right then
-        _, counts = bwd.module.check(self.syms)
-        self.counts = counts.reshape(-1, COUNTS)
+        self.adj, self.containers = bwd.adjoint, bwd.layout.containers
+        binding = binding or Binding(spec.sdfg, args)
+        self.syms, self.arguments = binding.values(args)
+        setup = self.setup = self._setup(binding)
+        self.counts, self.hints, self.primal = setup.counts, setup.hints, setup.primal
         self.ledger = Ledger()
         # NumPy buffers from the specialisation's pool, or GPU arrays for a CUDA module
         self.mem = memory_for(bwd.module, getattr(spec, "pool", None))
         self.released, self._result = False, None
         self._table_for = self._table = None      # see _buffers
-        # Tape lengths that sufficed for while loops (whose trips sc_check cannot count)
-        # in earlier calls at these sizes: each overflow restarts the forward sweep.
-        self.hints = spec.tape_sizes.setdefault((id(bwd), self.syms[:-2].tobytes()), {})
-        self.primal = {c.name for c in spec.forward.layout.containers}
-        self._start()
-        self.adjoints = {c.name: self._hold(self._adjoint(c))
-                         for c in self.containers if c.name not in self.primal}
+        self._owned, self.tapes, self.snapshots = [], {}, {}
+        if setup.framed:
+            self.frame = self._frame()
+            self.state = self._framed()
+            self.adjoints = self.frame.adjoints
+        else:
+            self.frame = None
+            self._start()
+            self.adjoints = {name: self._hold(self._adjoint(*how))
+                             for name, how in setup.adjoints}
         runs_forward = run_forward or self.adj.needs_forward
         # Without a forward sweep nothing is recorded or snapshotted: every region "stores"
         # its empty tape.
@@ -85,26 +166,74 @@ class Sweep:
         if reusable:
             self._pin()
 
+    def __del__(self):
+        """A reusable sweep's buffers (vjp's) are the next call's once its pullback is
+        gone: nothing it handed out is one of them (outputs and cotangents are copies)."""
+        if getattr(self, "reusable", False) and not getattr(self, "released", True):
+            try:
+                self._release()
+            except Exception:           # a sweep that failed half-way: its buffers go
+                pass
+
     # ---- setup -------------------------------------------------------------------------
     def _start(self):
         """Fresh buffers with the arguments' values; the caller's arrays are never written."""
-        for array in getattr(self, "_owned", ()):
+        for array in self._owned:
             self._free(array)
-        for tape, _ in getattr(self, "tapes", {}).values():
+        for tape, _ in self.tapes.values():
             self._free(tape)
-        for saved in getattr(self, "snapshots", {}).values():
+        for saved in self.snapshots.values():
             self._drop(saved)
-        spec = self.spec
-        values = dict(self.arguments)
-        self._owned = []
-        copied = set(spec.written_arrays) | {a.name for a in spec.sdfg.arguments
-                                             if a.kind == "float"}
-        for name in values:
-            if name in copied or self.mem.copies_arguments:
-                values[name] = self._own(self.mem.copy(values[name]))
-        self.state = {c.name: values[c.name] if c.name in values else self._own(self._new(c))
-                      for c in self.containers if c.name in self.primal}
+        self._owned, state, mem = [], {}, self.mem
         self.tapes, self.snapshots = {}, {}
+        if self.frame is not None:
+            self.state = self._framed()
+            return
+        for name, how in self.setup.buffers:
+            if how == "argument" and not mem.copies_arguments:
+                state[name] = self.arguments[name]
+            elif isinstance(how, str):
+                state[name] = self._own(mem.copy(self.arguments[name]))
+            else:               # a transient: zeros, unless the program fills it first
+                size, dtype, filled = how
+                self._own(mem.empty(size) if filled else mem.zeros(size, dtype))
+                state[name] = self._owned[-1]
+        self.state = state
+
+    def _setup(self, binding):
+        """The Setup of these sizes; the Binding's memo keeps it with the idle frames of
+        its calls (``_frames``) unless index arrays' ranges, part of the sizes, vary."""
+        bwd, spec = self.bwd, self.spec
+        kept = binding.memo.get(id(bwd))
+        if kept is not None and not binding.ranges:
+            self._frames = kept[1]
+            return kept[0]
+        key = (id(bwd), self.syms[:-2].tobytes())
+        setup = spec.setups.get(key) or spec.setups.setdefault(key, Setup(spec, bwd, self.syms))
+        self._frames = (kept or binding.memo.setdefault(id(bwd), (setup, [])))[1]
+        return setup
+
+    def _frame(self):
+        """An idle frame of these sizes, or a new one, on the ledger (all its buffers)."""
+        setup = self.setup
+        frame = idle(self._frames, self.bwd.module, setup.slots, setup.copies,
+                     setup.adjoint_names)
+        self.ledger.take(frame)
+        return frame
+
+    def _framed(self):
+        """The primal buffers of a framed call: the frame's, zeroed, the copies filled,
+        the arguments used in place pointed to by its table (which _buffers then uses)."""
+        frame = self.frame
+        frame.block.fill(0)
+        state = dict(frame.primal)
+        for k, name in frame.in_place:
+            state[name] = self.arguments[name]
+            frame.table.point(k, state[name])
+        for name, view in frame.copies:
+            np.copyto(view, self.arguments[name])
+        self._table_for, self._table = state, frame.table
+        return state
 
     def _pin(self):
         """A reusable sweep's pullbacks run later, and the caller may change its arrays
@@ -125,29 +254,16 @@ class Sweep:
         if pinned:
             self.state = {**self.state, **pinned}   # a new dict: _buffers builds its table
 
-    def _adjoint(self, c):
-        """An adjoint buffer: zeros, but where the reverse sweep assigns a box of it first
-        (autodiff/first_touch.py), zeros only around that box."""
-        size = self.spec.volume(c, self.syms)
-        box = self.adj.assigned_first.get(c.name)
-        if box is None or c.dtype != np.float64:
-            return self.mem.zeros(size, c.dtype)
-        shape, outside = self.spec.outside(c, box, self.syms)
-        if outside and not self.mem.slices:     # GPU arrays: whole-array clears only
-            return self.mem.zeros(size, c.dtype)
+    def _adjoint(self, size, dtype, shape, outside):
+        """An adjoint buffer as ``Setup.adjoints`` says (see ``_zeroed``)."""
+        if shape is None or (outside and not self.mem.slices):  # GPU: whole-array clears
+            return self.mem.zeros(size, dtype)
         buffer = self.mem.empty(size)
         if outside:
             shaped = buffer.reshape(shape)
             for part in outside:
                 shaped[part] = 0
         return buffer
-
-    def _new(self, c):
-        """A buffer for the transient ``c``: zeros, unless the program fills it first."""
-        size = self.spec.volume(c, self.syms)
-        if c.name in self.spec.filled_first and c.dtype == np.float64:
-            return self.mem.empty(size)
-        return self.mem.zeros(size, c.dtype)
 
     def _own(self, array):
         self._owned.append(self._hold(array))
@@ -157,7 +273,8 @@ class Sweep:
         """Put a buffer the memory object gave this call on the ledger. Spares are dropped
         as far as needed for the ledger's peak to cover them too."""
         self.ledger.take(array)
-        self.mem.trim(self.ledger.peak - self.ledger.current)
+        if self.mem.spare_bytes:
+            self.mem.trim(self.ledger.peak - self.ledger.current)
         return array
 
     def _free(self, array):
@@ -169,33 +286,38 @@ class Sweep:
         return sum(self.state[n].nbytes for n in names)
 
     def _plan(self, budget, policy, snapshots):
+        """The store/recompute plan, made once per sizes, settings and options."""
+        key = (budget, policy, snapshots, self.reusable, options.memory_budget,
+               options.memory_policy, options.revolve_snapshots)
+        plan = self.setup.plans.get(key)
+        if plan is None:
+            plan = self.setup.plans.setdefault(key, self._solve(budget, policy, snapshots))
+        return plan
+
+    def _solve(self, budget, policy, snapshots):
         budget = parse_bytes(options.memory_budget if budget is None else budget)
         policy = policy or options.memory_policy
         snapshots = snapshots or options.revolve_snapshots
-        regions = self.adj.regions
-        cache = self.spec.plans.setdefault(id(self.bwd), {})
-        key = (self.syms[:-2].tobytes(), budget, policy, snapshots, self.reusable)
-        if key not in cache:
-            candidates = []
-            for r, (pushes, work, per_iteration, trips) in zip(regions, self.counts):
-                candidates.append(Candidate(
-                    r.name, 8 * int(pushes), self._bytes(r.inputs), float(work),
-                    int(trips) if r.segmented else 0, self._bytes(r.writes & self.primal),
-                    8 * int(per_iteration)))
-            base = self.ledger.current + (self._bytes(self._written()) if self.reusable else 0)
-            cache[key] = solve(candidates, base, budget, self.reusable, policy, snapshots)
-        return cache[key]
-
-    def _written(self):
-        return {n for r in self.adj.regions for n in r.writes} & self.primal
+        candidates = []
+        for r, (pushes, work, per_iteration, trips) in zip(self.adj.regions, self.counts):
+            candidates.append(Candidate(
+                r.name, 8 * int(pushes), self._bytes(r.inputs), float(work),
+                int(trips) if r.segmented else 0, self._bytes(r.writes & self.primal),
+                8 * int(per_iteration)))
+        base = self.ledger.current + (self._bytes(self.setup.written) if self.reusable else 0)
+        return solve(candidates, base, budget, self.reusable, policy, snapshots)
 
     # ---- running entries ---------------------------------------------------------------
-    def _run(self, region, kind, tape=None, position=0, segment=(0, 0), state=None):
-        state = state or self.state
-        syms = self.syms.copy()
-        syms[-2:] = segment
-        return self.spec.run(self.bwd.module, 3 * region + kind, syms, self._buffers(state),
-                             tape, position)
+    def _run(self, region, kind, tape=None, position=0, segment=None, state=None):
+        """Entry point ``kind`` of ``region`` over the region's whole range, or over
+        ``segment`` (revolve's steps); the sizes were checked by the Setup."""
+        if segment is None:
+            syms = self.setup.syms[region]
+        else:
+            syms = self.syms.copy()
+            syms[-2:] = segment
+        return self.bwd.module.call(3 * region + kind, syms, self._buffers(state or self.state),
+                                    tape, position)
 
     def _buffers(self, state):
         """The entries' buffers with the primal ones of ``state``: built once per state
@@ -206,9 +328,6 @@ class Sweep:
                  for c in self.containers])
             self._table_for = state
         return self._table
-
-    def _segment(self, i):
-        return (0, int(self.counts[i][3])) if self.adj.regions[i].segmented else (0, 0)
 
     def _tape(self, i, pushes):
         return self._hold(self.mem.empty(max(int(pushes), self.hints.get(i, 0))))
@@ -226,13 +345,13 @@ class Sweep:
         for i, option in enumerate(self.plan.choices):
             if option.kind == "store":
                 tape = self._tape(i, self.counts[i][0])
-                end = self._run(i, RECORD, tape, 0, self._segment(i))
+                end = self._run(i, RECORD, tape)
                 if end < 0:
                     raise _TapeOverflow(i)
                 self.tapes[i] = (tape, end)
             else:
                 self.snapshots[i] = self._save(self.adj.regions[i].inputs)
-                self._run(i, FORWARD, segment=self._segment(i))
+                self._run(i, FORWARD)
 
     def result(self):
         if self.released:
@@ -272,18 +391,20 @@ class Sweep:
             raise AdjointError(f"{self.spec.sdfg.name}(): the reverse sweep of a "
                                "non-reusable call runs once")
         if self.reusable:
-            state = {n: (self._hold(self.mem.copy(v)) if n in self._written() else v)
+            written = self.setup.written
+            state = {n: (self._hold(self.mem.copy(v)) if n in written else v)
                      for n, v in self.state.items()}
             for g in self.adjoints.values():
                 g[...] = 0
         else:
             state = self.state
+        adjoints, choices = self.adjoints, self.plan.choices
         for name, cot in cotangents.items():
-            g = self.adjoints.get(adjoint_name(name))
+            g = adjoints.get(adjoint_name(name))
             if g is not None:
-                g[...] = np.asarray(cot, dtype=g.dtype).reshape(-1)
-        for i in reversed(range(len(self.plan.choices))):
-            self._reverse_region(i, self.plan.choices[i], state)
+                g[...] = cot if type(cot) is float else np.asarray(cot, g.dtype).reshape(-1)
+        for i in range(len(choices) - 1, -1, -1):
+            self._reverse_region(i, choices[i], state)
         if self.reusable:
             for n, v in state.items():
                 if v is not self.state[n]:
@@ -297,28 +418,28 @@ class Sweep:
         if option.kind == "store":
             take = self.tapes.get if self.reusable else self.tapes.pop
             tape, end = take(i, (None, 0))      # no tape: nothing was recorded
-            self._run(i, REVERSE, tape, end, self._segment(i), state)
+            self._run(i, REVERSE, tape, end, state=state)
             if tape is not None and not self.reusable:
                 self._free(tape)
             return
         self._restore(self.snapshots[i], state)
         if option.kind == "recompute":
-            self._record_and_reverse(i, self.counts[i][0], self._segment(i), state)
+            self._record_and_reverse(i, self.counts[i][0], state)
         else:
             self._revolve(i, option.snapshots, state)
         if not self.reusable:
             self._drop(self.snapshots.pop(i))
 
-    def _record_and_reverse(self, i, pushes, segment, state):
+    def _record_and_reverse(self, i, pushes, state):
         while True:
             tape = self._tape(i, pushes)
-            end = self._run(i, RECORD, tape, 0, segment, state)
+            end = self._run(i, RECORD, tape, state=state)
             if end >= 0:
                 break
             self._free(tape)                # a while loop ran longer: more tape, run again
             self._grow(i)
             self._restore(self.snapshots[i], state)
-        self._run(i, REVERSE, tape, end, segment, state)
+        self._run(i, REVERSE, tape, end, state=state)
         self._free(tape)
 
     def _revolve(self, i, snapshots, state):
@@ -352,36 +473,45 @@ class Sweep:
         return copies
 
     def _cotangents(self, wanted=None):
-        out = {}
-        for a in self.spec.sdfg.arguments:
-            if a.name not in self.spec.floating or (wanted is not None and a.name not in wanted):
+        out, adjoints = {}, self.adjoints
+        copies = self.reusable or self.frame is not None
+        for name, adjoint, number in self.setup.cotangents:
+            if wanted is not None and name not in wanted:
                 continue
-            name = adjoint_name(a.name)
-            g = self.adjoints.get(name)
-            value = self.state[a.name]
+            g = adjoints.get(adjoint)
+            value = self.state[name]
             if g is None:
                 g = np.zeros(value.shape, value.dtype)
-            elif a.kind == "float":
+            elif number:
                 g = self.mem.value(g)
-            elif self.reusable:
-                g = self.mem.copy_out(g)        # the next pullback overwrites the buffer
+            elif copies:
+                g = self.mem.copy_out(g)        # the next pullback (call) overwrites it
             else:
                 self.ledger.give(g)             # the user's now: never pooled
-                del self.adjoints[name]
+                del adjoints[adjoint]
                 g = self.mem.hand_out(g)
-            out[a.name] = float(g[0]) if a.kind == "float" else g.reshape(value.shape)
+            out[name] = float(g[0]) if number else g.reshape(value.shape)
         return out
 
     def _release(self):
         """The call is over: its remaining buffers go back to the pool (on the CPU) and
         the sweep keeps no reference to them (``spec.last_sweep`` holds only the plan and
         the ledger)."""
-        self._result = self.result()
-        held = list(self._owned) + list(self.adjoints.values())
-        held += [tape for tape, _ in self.tapes.values()]
-        held += [v for saved in self.snapshots.values() for v in saved.values()]
+        state = self.state
+        self._result = float(self.mem.value(state[RESULT])[0]) if RESULT in state else None
+        held = self._owned + [tape for tape, _ in self.tapes.values()] if self.tapes else \
+            self._owned
+        for saved in self.snapshots.values():
+            held += saved.values()
+        frame, ledger = self.frame, self.ledger
+        if frame is None:
+            held += self.adjoints.values()
+        else:                               # the next call at these sizes takes it
+            ledger.give(frame)
+            self._frames.append(frame)
+            self.frame = None
         for array in held:
-            self.ledger.give(array)
+            ledger.give(array)
         self.released = True
         self.mem.close(held)
         self.state, self.adjoints, self.tapes, self.snapshots, self._owned = {}, {}, {}, {}, []

@@ -1,4 +1,9 @@
-"""Check a call's arguments against a kernel's SDFG and turn them into buffers."""
+"""Check a call's arguments against a kernel's SDFG and turn them into buffers.
+
+``bind`` runs every check. A ``Binding`` keeps what they found for the calls that
+follow with the same ``signature`` (types, dtypes, shapes, strides, writeable flags,
+ints): those skip them. What a signature does not fix is checked per call: whether the
+arrays share memory (unless each owns its own) and the value ranges of index arrays."""
 import numpy as np
 import sympy as sp
 
@@ -6,6 +11,7 @@ from ..errors import ArgumentError
 from ..sdfg.nodes import value_range
 
 INT64 = (-2**63, 2**63 - 1)     # what the compiled code computes sizes and ints in
+INTEGERS = (int, np.integer, np.bool_)      # values that may give a size: part of the key
 
 
 def bind(sdfg, args, written=()):
@@ -70,9 +76,7 @@ def _array(sdfg, p, v, env, source, written):
         raise ArgumentError(f"argument {p.name!r} is not C-contiguous; pass "
                             f"np.ascontiguousarray({p.name})")
     if written and not v.flags.writeable:
-        raise ArgumentError(f"argument {p.name!r} is read-only (writeable=False: e.g. "
-                            f"np.frombuffer of bytes, a memmap opened with mode='r'), but "
-                            f"{sdfg.name}() writes it; pass a writable copy ({p.name}.copy())")
+        refuse_read_only(sdfg, p.name)
     for size, actual in zip(p.shape, v.shape):
         if isinstance(size, sp.Symbol):
             _bind_symbol(sdfg, size.name, actual, env, source, p.name, size)
@@ -81,6 +85,12 @@ def _array(sdfg, p, v, env, source, written):
         env[low], env[high] = (int(v.min()), int(v.max())) if v.size else (0, -1)
         source[low] = source[high] = p.name
     return v
+
+
+def refuse_read_only(sdfg, name):
+    raise ArgumentError(f"argument {name!r} is read-only (writeable=False: e.g. "
+                        f"np.frombuffer of bytes, a memmap opened with mode='r'), but "
+                        f"{sdfg.name}() writes it; pass a writable copy ({name}.copy())")
 
 
 def _as_index_array(p, v):
@@ -131,3 +141,78 @@ def _check_aliasing(params, values):
             if np.shares_memory(x, y):
                 raise ArgumentError(f"arguments {a!r} and {b!r} share memory; pass separate "
                                     "arrays (use .copy())")
+
+
+def signature(args):
+    """What ``bind``'s checks depend on but for memory and an index array's values: per
+    argument its type, an array's dtype, shape, strides and writeable flag, an integer's
+    value (it may give a size). Arguments of one signature pass or fail alike."""
+    key = []
+    for v in args:          # the common types first: this runs on every call
+        t = type(v)
+        if t is float:
+            key.append(t)
+        elif t is np.ndarray:
+            key.append((v.dtype, v.shape, v.strides, v.flags.writeable))
+        elif isinstance(v, INTEGERS):
+            key.append((t, v))
+        elif isinstance(v, np.ndarray):         # a subclass
+            key.append((t, v.dtype, v.shape, v.strides, v.flags.writeable))
+        else:
+            key.append(t)
+    return tuple(key)
+
+
+class Binding:
+    """``bind``'s result for one call, reusable by the calls with the same
+    :func:`signature`: ``values`` gives theirs without the checks that the signature
+    decides. ``memo`` keeps what callers derive from the sizes (buffer sizes, plans)."""
+
+    def __init__(self, sdfg, args):
+        self.sdfg = sdfg
+        self.syms, values = bind(sdfg, args)
+        params = sdfg.arguments
+        self.arrays = [(k, p.name) for k, p in enumerate(params) if p.kind == "array"]
+        self.floats = [(k, p) for k, p in enumerate(params) if p.kind == "float"]
+        # An index array of another integer dtype was copied, after a look at its values:
+        # no later call may skip that, and this one uses the copy.
+        self.reusable = all(values[n] is args[k] for k, n in self.arrays)
+        self._values = None if self.reusable else values
+        self.read_only = {n for k, n in self.arrays if not args[k].flags.writeable}
+        position = {s: j for j, s in enumerate(sdfg.symbols)}
+        self.ranges = [(k, *(position[s] for s in value_range(n)))
+                       for k, n in self.arrays if args[k].dtype.kind == "i"
+                       and all(s in position for s in value_range(n))]
+        self.memo = {}
+
+    def values(self, args):
+        """(symbol values, {argument: ndarray}) for ``args`` of this signature, as
+        ``bind`` gives them; ArgumentError where arrays share memory."""
+        if self._values is not None:            # not reusable: the call that made it
+            return self.syms, dict(self._values)
+        values = {n: args[k] for k, n in self.arrays}
+        for k, p in self.floats:
+            buffer = values[p.name] = np.empty(1)
+            v = args[k]
+            buffer[0] = v if type(v) is float else _float(p, v)
+        if len(self.arrays) > 1 and not _own_memory([args[k] for k, _ in self.arrays]):
+            _check_aliasing(self.sdfg.arguments, values)
+        syms = self.syms
+        if self.ranges:                 # the value range bounds every index it provides
+            syms = syms.copy()
+            for k, low, high in self.ranges:
+                v = args[k]
+                syms[low], syms[high] = (int(v.min()), int(v.max())) if v.size else (0, -1)
+        return syms, values
+
+    def writable(self, names):
+        """Raise ``bind``'s error when an array named in ``names`` was given read-only."""
+        for name in names:
+            if name in self.read_only:
+                refuse_read_only(self.sdfg, name)
+
+
+def _own_memory(arrays):
+    """Whether the arrays are distinct and each owns its memory: then none shares any
+    (np.shares_memory is the test otherwise)."""
+    return all(v.flags.owndata for v in arrays) and len({id(v) for v in arrays}) == len(arrays)

@@ -11,14 +11,18 @@ user (a gradient) is the user's for as long as any array refers to it; once none
 it goes back to the pool too: fresh memory costs a page fault per page on first touch
 (hdiff-limiter's gradient at 1000 x 1000: 1 ms for each 8 MB adjoint it returned, a
 tenth of the call). Buffers under ``SMALL`` bytes are not pooled (NumPy serves them
-faster than a look-up)."""
+faster than a look-up); a call whose buffers are all that small keeps them in one
+:class:`Frame`, with their pointer table, which the next call at its sizes takes whole."""
 import collections
+import math
 import threading
 
 import numpy as np
 
 FLOAT64 = np.dtype(np.float64)
 SMALL = 4096
+THREADED = 1 << 18      # codegen's SC_PARALLEL_BYTES: smaller fills and copies are one
+                        # thread's in C too, and NumPy's call is the cheaper one
 
 
 def _key(size, dtype):
@@ -63,6 +67,8 @@ class BufferPool:
         """Make ``buffers`` (which nothing else may use any more) the idle ones; what was
         idle before is dropped. Of the buffers handed out, up to ``handed`` come back
         when dropped (see :meth:`handed_out`)."""
+        if not (buffers or handed or self._idle or self._returned.maxlen):
+            return                      # small calls: nothing to keep, nothing to drop
         idle = {}
         for b in buffers:
             if b.nbytes >= SMALL:
@@ -96,6 +102,50 @@ class BufferPool:
         return sum(b.nbytes for b in self.buffers())
 
 
+class Frame:
+    """Every buffer one small call makes (argument copies, transients, adjoints, each
+    under SMALL bytes) as views of one block, with the pointer table of the call's entry
+    points; made once per sizes and reused by the calls at those sizes, one at a time
+    (:func:`idle`): a call zeroes the block with one fill, copies its arguments in, and
+    points the table at the arrays it uses as they are. (Making the buffers and the table
+    anew was most of a tiny kernel's gradient call.)
+
+    ``slots``: per container of the table, (name, shape, dtype), or (name, None, None)
+    for an array the call brings (an argument used in place, a returned array);
+    ``copies``: the names whose views take a copy of their argument; ``adjoints``: the
+    names of adjoints. ``buffers``: per slot its view, or None."""
+
+    def __init__(self, module, slots, copies=(), adjoints=()):
+        sizes = [0 if shape is None else -(-math.prod(shape) * dtype.itemsize // 8) * 8
+                 for _, shape, dtype in slots]
+        self.block = np.zeros(sum(sizes), np.uint8)
+        views, offset = {}, 0
+        for (name, shape, dtype), size in zip(slots, sizes):
+            if shape is not None:
+                count = math.prod(shape)
+                views[name] = self.block[offset:offset + count * dtype.itemsize] \
+                    .view(dtype).reshape(shape)
+                offset += size
+        self.buffers = [views.get(name) for name, _, _ in slots]
+        placeholder = np.empty(1)               # until the call points the entry
+        self.table = module.table([placeholder if b is None else b for b in self.buffers])
+        self.in_place = [(k, name) for k, (name, shape, _) in enumerate(slots) if shape is None]
+        self.copies = [(name, views[name]) for name in copies]
+        self.adjoints = {name: views[name] for name in adjoints}
+        self.primal = {name: v for name, v in views.items() if name not in self.adjoints}
+        self.nbytes = sum(v.nbytes for v in views.values())
+
+
+def idle(frames, *layout):
+    """An idle frame taken from the list ``frames`` (the caller gives it back with
+    ``frames.append``), or a new ``Frame(*layout)``: list.pop is atomic, so concurrent
+    calls never share one."""
+    try:
+        return frames.pop()
+    except IndexError:
+        return Frame(*layout)
+
+
 class _Handed:
     """The owner of a buffer handed to the user: NumPy arrays made from it, and their
     views, refer to it; when the last is gone, the buffer goes back to ``pool``."""
@@ -114,8 +164,8 @@ class HostMemory:
     With a ``pool``, new buffers of at least ``SMALL`` bytes come from the call's spares,
     then from the pool, and only then from NumPy. ``allocations`` and ``allocated_bytes``
     count the buffers of that size that came from NumPy (the tests' measure of reuse).
-    With a compiled ``module``, buffers of that size are zeroed and copied by it, on the
-    engine's threads."""
+    With a compiled ``module``, buffers of THREADED bytes or more are zeroed and copied by
+    it, on the engine's threads."""
     copies_arguments = False
     slices = True               # parts of a buffer can be written (``buffer[part] = 0``)
 
@@ -148,6 +198,8 @@ class HostMemory:
         return array
 
     def copy(self, array):
+        if array.nbytes < SMALL:
+            return array.copy()
         buffer = self._reuse(array.size, array.dtype)
         if buffer is None:
             buffer = self._fresh(np.empty(array.size, array.dtype))
@@ -156,21 +208,25 @@ class HostMemory:
         return buffer
 
     def zeros(self, size, dtype):
-        """Zeros written here, also into fresh memory: ``np.zeros`` maps the shared zero
-        page, and the generated code's first ``+=`` reads it, then faults again to write,
-        a copy-on-write whose TLB flush interrupts every other thread of the process
-        (heat-3d's gradient at N=80: the first sweep over the adjoint of ``A`` took 3 ms
-        on one thread and 9 on two, 0.5 and 0.25 with the zeros written here)."""
+        """Zeros of a np.dtype, written here also into fresh memory: ``np.zeros`` maps
+        the shared zero page, and the generated code's first ``+=`` reads it, then faults
+        again to write, a copy-on-write whose TLB flush interrupts every other thread of
+        the process (heat-3d's gradient at N=80: the first sweep over the adjoint of ``A``
+        took 3 ms on one thread and 9 on two, 0.5 and 0.25 with the zeros written here)."""
+        if size * dtype.itemsize < SMALL:
+            return np.zeros(size, dtype)
         buffer = self._reuse(size, dtype)
         if buffer is None:
             buffer = self._fresh(np.empty(size, dtype))
-        if self.module is not None and buffer.nbytes >= SMALL:
+        if self.module is not None and buffer.nbytes >= THREADED:
             self.module.fill_zero(buffer)
         else:
             buffer.fill(0)
         return buffer
 
     def empty(self, size):
+        if size * 8 < SMALL:
+            return np.empty(size)
         buffer = self._reuse(size, FLOAT64)
         return self._fresh(np.empty(size)) if buffer is None else buffer
 
@@ -194,13 +250,13 @@ class HostMemory:
         """The call is over: ``buffers`` (its own, nobody else's) and the spares become
         the pool's idle buffers."""
         if self.pool is not None:
-            self.pool.give(list(buffers) + [b for free in self.spares.values() for b in free],
-                           self.handed)
+            spares = [b for free in self.spares.values() for b in free] if self.spares else []
+            self.pool.give(list(buffers) + spares, self.handed)
         self.spares, self.spare_bytes = {}, 0
 
     # ---- contents ------------------------------------------------------------------------
     def copyto(self, dst, src):
-        if self.module is not None and dst.nbytes >= SMALL and src.dtype == dst.dtype and \
+        if self.module is not None and dst.nbytes >= THREADED and src.dtype == dst.dtype and \
                 src.shape == dst.shape and src.flags.c_contiguous and dst.flags.c_contiguous:
             self.module.copyto(dst, src)
         else:

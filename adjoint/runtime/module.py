@@ -1,4 +1,6 @@
 """Load a compiled kernel with cffi (ABI mode) and call its entry points."""
+import _thread
+import os
 import signal
 import threading
 
@@ -9,6 +11,8 @@ except ImportError:
 
 import cffi
 import numpy as np
+from _cffi_backend import from_buffer as _from_buffer    # ffi.from_buffer without its
+                                                         # Python wrapper: a third of its time
 
 from ..codegen.c import INTERRUPTED
 from ..options import options
@@ -22,10 +26,12 @@ void sc_fill(void *, const void *, int64_t);
 """)
 _loaded = {}
 _lock = threading.Lock()
+CHARS, INT64S, DOUBLES = (ffi.typeof(t) for t in ("char[]", "int64_t[]", "double[]"))
 
 
 class CompiledModule:
     """A loaded shared library with the engine's uniform entry points."""
+    device = "cpu"
 
     def __init__(self, path, counts=0):
         self.path, self.counts = path, counts
@@ -50,23 +56,27 @@ class CompiledModule:
         """Run entry point number ``entry`` on ``buffers`` (a list, or a table of
         them); returns the tape position it ends at (-1: the tape is too short).
         Ctrl-C stops it: KeyboardInterrupt."""
-        data = buffers.data if isinstance(buffers, BufferTable) else BufferTable(buffers).data
-        tape_ptr = _ptr("double *", tape) if tape is not None and tape.size else ffi.NULL
+        data = buffers.data if type(buffers) is BufferTable else BufferTable(buffers).data
+        # typed pointers, no casts: each cast cost about as much as a small entry's run
+        tape_ptr = _from_buffer(DOUBLES, tape, False) if tape is not None and tape.size \
+            else ffi.NULL
         capacity = 0 if tape is None else tape.size
         self._threads()
-        return interrupted(self.lib.sc_run(entry, _ptr("int64_t *", syms), data, tape_ptr,
-                                           tape_position, capacity, watch_interrupts()))
+        return interrupted(self.lib.sc_run(entry, _from_buffer(INT64S, syms, False), data,
+                                           tape_ptr, tape_position, capacity,
+                                           watch_interrupts()))
 
     def fill_zero(self, array):
         """``array[...] = 0`` (contiguous) on the engine's threads."""
         self._threads()
-        self.lib.sc_fill(ffi.from_buffer(array), ffi.NULL, array.nbytes)
+        self.lib.sc_fill(_from_buffer(CHARS, array, False), ffi.NULL, array.nbytes)
 
     def copyto(self, dst, src):
         """``np.copyto(dst, src)`` for contiguous arrays of one dtype and size, on the
         engine's threads."""
         self._threads()
-        self.lib.sc_fill(ffi.from_buffer(dst), ffi.from_buffer(src), dst.nbytes)
+        self.lib.sc_fill(_from_buffer(CHARS, dst, False), _from_buffer(CHARS, src, False),
+                         dst.nbytes)
 
     def _threads(self):
         if self.threads != options.threads:
@@ -82,15 +92,25 @@ class BufferTable:
     def __init__(self, buffers):
         self.buffers = list(buffers)        # alive as long as the pointers are
         # from_buffer is the cheap way to a pointer (ndarray.ctypes builds an object)
-        self.data = ffi.new("void *[]", [ffi.from_buffer(b) for b in self.buffers] or 1)
+        self.data = ffi.new("void *[]", [_from_buffer(CHARS, b, False) for b in self.buffers]
+                            or 1)
+
+    def point(self, k, array):
+        """Entry ``k`` to ``array``, which the caller keeps alive while the table is used."""
+        self.data[k] = _from_buffer(CHARS, array, False)
 
 
 def watch_interrupts():
     """Whether an entry point may take SIGINT for the time it runs (see codegen.c's
     INTERRUPTS): on Python's main thread, while Python's handler is the one that raises
     KeyboardInterrupt; elsewhere SIGINT keeps what the program chose for it."""
-    return int(threading.current_thread() is threading.main_thread()
+    return int(_thread.get_ident() == _main[0]
                and _handler(signal.SIGINT) is signal.default_int_handler)
+
+
+# The main thread's ident (each entry point asks): after a fork, the forking thread's.
+_main = [threading.main_thread().ident]
+os.register_at_fork(after_in_child=lambda: _main.__setitem__(0, threading.main_thread().ident))
 
 
 def interrupted(status):
