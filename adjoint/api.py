@@ -5,6 +5,7 @@ import math
 import re
 import threading
 import types
+import weakref
 
 import numpy as np
 import sympy as sp
@@ -523,6 +524,9 @@ def vjp(k: Kernel, *args, memory_budget=None, policy=None, snapshots=None):
             back[n] = back[n] + np.asarray(cotangents[n], dtype=np.float64)
         return back
 
+    # Its buffers are the next call's once the pullback is gone, even while spec.last_sweep
+    # (explain, diagnostics) still refers to the sweep.
+    weakref.finalize(pullback, sweep.close)
     return _as_returned(spec, outs), pullback
 
 

@@ -166,10 +166,11 @@ class Sweep:
         if reusable:
             self._pin()
 
-    def __del__(self):
-        """A reusable sweep's buffers (vjp's) are the next call's once its pullback is
-        gone: nothing it handed out is one of them (outputs and cotangents are copies)."""
-        if getattr(self, "reusable", False) and not getattr(self, "released", True):
+    def close(self):
+        """A reusable sweep (vjp's) is done once its pullback is gone (``api.vjp`` calls
+        this then): its buffers are the next call's; nothing it handed out is one of them
+        (outputs and cotangents are copies)."""
+        if self.reusable and not self.released:
             try:
                 self._release()
             except Exception:           # a sweep that failed half-way: its buffers go
