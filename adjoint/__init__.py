@@ -14,10 +14,10 @@ import os
 # steals the cores from the thread that has work. Set the variable to override.
 os.environ.setdefault("GOMP_SPINCOUNT", "10000")
 
-from .api import Kernel, grad, jvp, kernel, value_and_grad, vjp  # noqa: E402
+from .api import Kernel, configure, grad, jvp, kernel, value_and_grad, vjp  # noqa: E402
 from .errors import (AdjointError, ArgumentError, BoundsError, CompileError, DeviceError,
                      KernelSyntaxError)
-from .options import configure, options
+from .options import options
 from .types import bool_, float32, float64, int32, int64, symbol
 
 __version__ = "0.1.0"

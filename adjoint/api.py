@@ -14,11 +14,12 @@ from . import pipeline
 from .autodiff import tangent_name
 from .analysis.activity import filled_first, written_containers
 from .errors import AdjointError, ArgumentError, BoundsError
-from .options import target
+from .options import CUDA_SETTINGS, options, set_options, target
 from .sweep import Sweep
 from .frontend import RESULT, declared_types, read_source, type_of_value
 from .frontend.source import refuse_unreadable, with_defaults
 from .runtime.arguments import Binding, signature
+from .runtime.cuda import require_cuda
 from .runtime.memory import SMALL, BufferPool, HostMemory, idle, on_device
 from .sdfg import to_text
 
@@ -84,13 +85,14 @@ class Kernel:
         defaults = self._defaults(args)
         names = list(self._declared)[:len(args)]
         types = {n: self._declared[n] or type_of_value(n, v) for n, v in zip(names, args)}
-        key = (target(),) + tuple((n, _type_key(t)) for n, t in types.items()) + \
+        here = target()
+        key = (here,) + tuple((n, _type_key(t)) for n, t in types.items()) + \
             tuple((n, "=", type(v).__name__, repr(v)) for n, v in defaults.items())
         if key not in self._specs:
             if self._source is None:
                 self._source = read_source(self.__wrapped__)
             src = with_defaults(self._source, defaults) if defaults else self._source
-            fwd = pipeline.lower_forward(src, self.__name__, types)
+            fwd = pipeline.lower_forward(src, self.__name__, types, here)
             self._specs[key] = Specialization(fwd)
         return self._specs[key]
 
@@ -600,3 +602,16 @@ def jvp(k: Kernel, primals, tangents):
         d = np.zeros_like(by_name[name]) if d is None else d
         dots[key] = spec.returned(name, d, syms)
     return _as_returned(spec, outs), _as_returned(spec, dots)
+
+
+def configure(**changes):
+    """Change engine options: ``adjoint.configure(cflags=("-O2",), cache_dir="/scratch/k")``.
+    A CUDA target is checked now (nvcc, a GPU), not at the first call."""
+    saved = set_options(**changes)
+    if options.device == "cuda" and CUDA_SETTINGS & set(changes):
+        try:
+            require_cuda(target())
+        except Exception:
+            set_options(**saved)
+            raise
+    return options

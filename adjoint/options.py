@@ -77,8 +77,9 @@ def _target():
 _targets = {}
 
 
-def configure(**changes):
-    """Change engine options: ``adjoint.configure(cflags=("-O2",), cache_dir="/scratch/k")``."""
+def set_options(**changes):
+    """Change engine options (``adjoint.configure`` also checks that a CUDA target is
+    usable); returns the values they had."""
     known = {f.name for f in fields(Options)}
     for key, value in changes.items():
         if key not in known:
@@ -89,15 +90,7 @@ def configure(**changes):
     saved = {key: getattr(options, key) for key in changes}
     for key, value in changes.items():
         setattr(options, key, tuple(value) if key in ("cflags", "cuda_flags") else value)
-    if options.device == "cuda" and CUDA_SETTINGS & set(changes):
-        from .runtime.cuda import require_cuda      # a clear error now, not at the first call
-        try:
-            require_cuda()
-        except Exception:
-            for key, value in saved.items():
-                setattr(options, key, value)
-            raise
-    return options
+    return saved
 
 
 DEVICES = ("cpu", "cuda")

@@ -6,7 +6,9 @@
     SDFG(s) --codegen--> C source --runtime--> shared library loaded through cffi
 
 Each stage's artefacts are also kept on disk (runtime/artefacts.py), keyed by the
-kernel's fingerprint, so a warm start skips every stage but loading the library.
+kernel's fingerprint and the ``Target``, so a warm start skips every stage but loading the
+library. The target (device, compiler and flags, BLAS, reassociation) is passed to every
+stage that depends on it; no stage reads the engine's options.
 """
 from dataclasses import dataclass
 
@@ -18,8 +20,9 @@ from .autodiff import Adjoint, differentiate, linearize
 from .codegen import COUNTS, Layout, generate_module, translation_units
 from .frontend import fingerprint, parse
 from .runtime import CompiledModule, build_module, load
+from .runtime.build import Toolchain
 from .runtime.artefacts import cached, digest
-from .options import options
+from .options import Target
 from .runtime.blas import blas
 from .runtime.cuda import build_cuda
 from .sdfg import SDFG, validate
@@ -33,6 +36,7 @@ class Forward:
     layout: Layout
     source: str
     module: CompiledModule
+    target: Target = None  # what it was built for; its derivatives are built for the same
     key: str = ""          # what derived artefacts are cached under
 
 
@@ -44,59 +48,67 @@ class Backward:
     module: CompiledModule
 
 
-def lower_forward(src, name, types) -> Forward:
-    key = digest("forward", fingerprint(src), name, sorted(types.items(), key=str))
-    return cached(key, Forward, _staged(_lower_forward, src, name, types, key))
+def lower_forward(src, name, types, target: Target) -> Forward:
+    key = digest(target, "forward", fingerprint(src), name, sorted(types.items(), key=str))
+    return cached(key, Forward, _staged(target, _lower_forward, src, name, types, target, key))
 
 
-def _staged(stage, *args):
-    """``stage(*args)`` to run with floating-point values built and printed as the option
-    ``reassociate`` says (sdfg/arithmetic.py)."""
+def _staged(target, stage, *args):
+    """``stage(*args)`` to run with floating-point values built and printed as the target
+    says (``reassociate``, sdfg/arithmetic.py)."""
     def run():
-        with reassociating(options.reassociate):
+        with reassociating(target.reassociate):
             return stage(*args)
     return run
 
 
-def _lower_forward(src, name, types, key):
+def _library(target):
+    """(dgemm symbol, linker flags) when the target's products are BLAS calls, else None."""
+    return blas() if target.device == "cpu" and target.blas else None
+
+
+def _lower_forward(src, name, types, target, key):
     sdfg = validate(parse(src, name, types))                      # Python AST -> SDFG
-    if options.device == "cpu" and blas():      # without BLAS a MatMul is a serial loop nest
+    if _library(target):                # without BLAS a MatMul is a serial loop nest
         sdfg = validate(products(sdfg))                           # loop nests -> MatMul
     sdfg = validate(fuse(sdfg))
     checks = tuple(index_checks(sdfg))                            # prove indices in bounds
     layout = Layout(sdfg.symbols, tuple(sdfg.containers.values()))
-    return Forward(sdfg, checks, layout, *_build(layout, [sdfg], checks, (), name), key)
+    return Forward(sdfg, checks, layout, *_build(layout, [sdfg], checks, (), name, target),
+                   target, key)
 
 
-def _build(layout, entries, checks, counted, name):
+def _build(layout, entries, checks, counted, name, target):
     """(C source, loaded module) for the entry SDFGs: SDFG -> C -> shared library
     (device='cuda': SDFG -> CUDA -> nvcc, runtime/cuda.py)."""
-    if options.device == "cuda":
-        return build_cuda(layout, entries, checks, counted, name)
+    if target.device == "cuda":
+        return build_cuda(layout, entries, checks, counted, name, target)
     entries = [validate(parallelize(sdfg)) for sdfg in entries]     # mark parallel loops
-    dgemm, libraries = blas() or (None, ())
+    dgemm, libraries = _library(target) or (None, ())
     source = generate_module(layout, entries, checks, counted, dgemm)
     if dgemm is None or dgemm not in source:      # no BLAS, or no product
         libraries = ()
-    path = build_module(source, name, libraries, parts=translation_units(source))
+    path = build_module(source, name, libraries, Toolchain(target.compiler, target.cflags),
+                        parts=translation_units(source))
     return source, load(path, COUNTS * len(counted))
 
 
 def lower_backward(forward: Forward, wrt, outputs) -> Backward:
     """Entry points 3r, 3r+1, 3r+2: forward, record and reverse of region r."""
-    return cached(digest("backward", forward.key, sorted(wrt), sorted(outputs)), Backward,
-                  _staged(_lower_backward, forward, wrt, outputs))
+    target = forward.target
+    return cached(digest(target, "backward", forward.key, sorted(wrt), sorted(outputs)),
+                  Backward, _staged(target, _lower_backward, forward, wrt, outputs))
 
 
 def _lower_backward(forward, wrt, outputs):
-    adj = differentiate(forward.sdfg, wrt, outputs)               # SDFG -> reverse-mode SDFGs
+    adj = differentiate(forward.sdfg, wrt, outputs, forward.target.device)  # reverse mode
     entries = [s for r in adj.regions for s in (r.forward, r.record, r.reverse)]
     for sdfg in entries:
         validate(sdfg)
     layout = Layout(forward.sdfg.symbols, tuple(adj.containers.values()))
     counted = [r.record for r in adj.regions]
     return Backward(adj, layout, *_build(layout, entries, forward.checks, counted,
-                                         forward.sdfg.name + "_grad"))
+                                         forward.sdfg.name + "_grad", forward.target))
 
 
 @dataclass(frozen=True)
@@ -109,8 +121,9 @@ class Tangent:
 
 
 def lower_tangent(forward: Forward, wrt) -> Tangent:
-    return cached(digest("tangent", forward.key, sorted(wrt)), Tangent,
-                  _staged(_lower_tangent, forward, wrt))
+    target = forward.target
+    return cached(digest(target, "tangent", forward.key, sorted(wrt)), Tangent,
+                  _staged(target, _lower_tangent, forward, wrt))
 
 
 def _lower_tangent(forward, wrt):
@@ -118,4 +131,4 @@ def _lower_tangent(forward, wrt):
     validate(sdfg)
     layout = Layout(sdfg.symbols, tuple(sdfg.containers.values()))
     return Tangent(sdfg, varied, layout, *_build(layout, [sdfg], forward.checks, (),
-                                                  sdfg.name + "_jvp"))
+                                                  sdfg.name + "_jvp", forward.target))

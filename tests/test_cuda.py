@@ -60,11 +60,7 @@ def lowered(k, args, wrt, outputs=("__return",)):
     sdfg = validate(parse(read_source(k.__wrapped__), k.__name__, types))
     checks = tuple(index_checks(sdfg))
     yield "forward", Layout(sdfg.symbols, tuple(sdfg.containers.values())), [sdfg], checks, ()
-    saved, options.device = options.device, "cuda"     # gather's edges as for the GPU
-    try:
-        adj = differentiate(sdfg, frozenset(wrt), frozenset(outputs))
-    finally:
-        options.device = saved
+    adj = differentiate(sdfg, frozenset(wrt), frozenset(outputs), "cuda")
     entries = [s for r in adj.regions for s in (r.forward, r.record, r.reverse)]
     yield ("backward", Layout(sdfg.symbols, tuple(adj.containers.values())), entries, checks,
            [r.record for r in adj.regions])

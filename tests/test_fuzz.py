@@ -28,7 +28,8 @@ import numpy as np
 import pytest
 
 from adjoint import ArgumentError, BoundsError, KernelSyntaxError, float64, kernel, symbol
-from adjoint.options import configure, options
+from adjoint import configure
+from adjoint.options import options
 
 MUTANTS_PER_SEED = 45
 SECONDS_PER_MUTANT = 30          # far beyond what any mutant needs: a hang, not slowness

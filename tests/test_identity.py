@@ -179,7 +179,7 @@ def test_a_pickled_sdfg_differentiates_as_the_original():
     with sp.evaluate(False):                    # as runtime/artefacts.py loads them
         loaded = pickle.loads(pickle.dumps(sdfg))
     _assert_each_node_once(loaded)
-    sweeps = [[to_text(s) for r in differentiate(g, frozenset({"x"}), frozenset({"__return"}))
+    sweeps = [[to_text(s) for r in differentiate(g, frozenset({"x"}), frozenset({"__return"}), "cpu")
                .regions for s in (r.forward, r.record, r.reverse)] for g in (sdfg, loaded)]
     assert sweeps[0] == sweeps[1]
     assert sum(text.count("push x[i]") for text in sweeps[0]) == 2     # one per statement

@@ -31,7 +31,8 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from adjoint import value_and_grad
-from adjoint.options import configure, options
+from adjoint import configure
+from adjoint.options import options
 from kernel_testing import (assert_arrays_close, assert_close_scalar, fd_atol,
                             fd_directional, inner)
 

@@ -26,7 +26,8 @@ from hypothesis import strategies as st
 
 import test_property as prop
 from adjoint import float64, kernel, symbol
-from adjoint.options import configure, options
+from adjoint import configure
+from adjoint.options import options
 from float_testing import (MIN_NORMAL, SPECIAL, TINY, assert_same, fill, library_ulps,
                            load_kernels, quiet)
 from kernel_testing import rng_for

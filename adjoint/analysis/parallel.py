@@ -27,7 +27,6 @@ from dataclasses import replace
 
 import sympy as sp
 
-from ..options import options
 from ..sdfg.nodes import (ConditionalRegion, LoopRegion, MapScope, Pop, Push, Sequence,
                           Tasklet, index_loads, trips)
 from ..sdfg.visit import Transformer
@@ -92,7 +91,7 @@ class _Marker(Transformer):
         scope = Scope(loop.body, containers, reductions=True)    # s = s + ...: a sum
         if scope.products():
             return None
-        summable = options.device == "cpu" and not nested
+        summable = not nested
         private, sums = [], []
         for name in scope.written:
             if containers[name].is_scalar and (name in loop.zeroed or

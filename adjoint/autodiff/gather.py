@@ -57,7 +57,6 @@ from ..analysis.dependence import (ANY, NEVER, countable, counted, distance, inj
                                    linear_form, same_iteration, stride)
 from ..analysis.parallel import PARALLEL_WORK
 from ..frontend.functions import floordiv
-from ..options import options
 from ..sdfg.arithmetic import substitute
 from ..sdfg.nodes import (SEGMENT, THREADS, ConditionalRegion, LoopRegion, MapScope, Memlet,
                           Pop, Sequence, State, Tasklet, divides, guarded_branches,
@@ -68,15 +67,20 @@ from ..sdfg.visit import Transformer
 MAX_LOOPS = 256      # innermost loops one nest may become; beyond, it stays a scatter
 
 
-def gather(region):
-    """``region`` with every scatter nest of constant offsets rewritten into gathers."""
-    return _Gather().region(region)
+def gather(region, device):
+    """``region`` with every scatter nest of constant offsets rewritten into gathers, for
+    ``device`` ("cpu": bands and edge rows; "cuda": every group a grid of points)."""
+    return _Gather(device == "cpu").region(region)
 
 
 class _Gather(Transformer):
+    def __init__(self, cpu):
+        super().__init__()
+        self.cpu = cpu
+
     def loop(self, loop):
         nest, leading = _loop_nest(loop)
-        rewritten = _rewrite(nest, leading, loop.line) if nest is not None else None
+        rewritten = _rewrite(nest, leading, loop.line, self.cpu) if nest is not None else None
         if rewritten is None and nest is not None and not leading and \
                 _legal(*_unit_stride(nest, ())):
             return _forwards(loop)      # independent iterations: unit stride, no permutes
@@ -87,14 +91,14 @@ class _Gather(Transformer):
         return Sequence(restores + (_guarded(*rewritten, scatter, loop.line),))
 
     def state(self, state):
-        return _state(state)
+        return _state(state, self.cpu)
 
 
-def _state(state):
+def _state(state, cpu):
     """A state whose scatter maps become gathered loop nests (the state is split there)."""
     parts, run = [], []
     for node in state.nodes:
-        rewritten = _map(node)
+        rewritten = _map(node, cpu)
         if rewritten is None:
             run.append(node)
             continue
@@ -288,13 +292,13 @@ def _loop_range(loop):
     return loop.start, loop.stop, loop.step
 
 
-def _map(node):
+def _map(node, cpu):
     """(condition, loop nests) replacing a scatter map, or None."""
     if not isinstance(node, MapScope) or not all(isinstance(t, Tasklet) for t in node.body):
         return None
     if not all(s.is_Integer for _, _, s in node.ranges):
         return None
-    return _rewrite(_Nest(node.params, node.ranges, node.body), (), node.line)
+    return _rewrite(_Nest(node.params, node.ranges, node.body), (), node.line, cpu)
 
 
 def _unit_stride(nest, leading):
@@ -336,7 +340,7 @@ def _at(memlet, at):
 
 
 # ---- the rewrite -----------------------------------------------------------------------
-def _rewrite(nest, leading, line):
+def _rewrite(nest, leading, line, cpu):
     """(condition under which the gathered nests are exact, the loop nests replacing
     ``nest`` after its ``leading`` nodes), or None when it has no scatter or the
     rewrite does not apply."""
@@ -356,8 +360,8 @@ def _rewrite(nest, leading, line):
     if len(nest.vars) == 1 and any(len(m.subset) > 1 for m in memlets):
         bands = [_alone(group, nest.vars) for group in groups]    # a row of bigger arrays
     else:
-        bands = _bands(groups, nest.vars)
-    loops = [n for band in bands for n in _emit(band, nest, line)]
+        bands = _bands(groups, nest.vars, cpu)
+    loops = [n for band in bands for n in _emit(band, nest, line, cpu)]
     if len(bands) < len(groups) and len(nest.vars) == 1:
         loops = [_unless_threads(groups, nest, loops, line)]
     if sum(_innermost(n) for n in loops) > MAX_LOOPS:
@@ -592,7 +596,7 @@ MAX_SPREAD = 64     # most innermost shifts a band's terms may spread over
 SLACK = 16          # elements a read stays behind the store it reads (see _bands)
 
 
-def _bands(groups, variables):
+def _bands(groups, variables, cpu):
     """The groups as bands: each group joins the band before it when it can run at
     every point right after the band's terms, moved by an alignment a along the
     innermost dimension. A pair of accesses to one element, one of them a write, gives
@@ -608,7 +612,7 @@ def _bands(groups, variables):
     bands = []
     for group in groups:
         joined = _joined(bands[-1], group, variables) \
-            if bands and options.device == "cpu" else None
+            if bands and cpu else None
         if joined is None:
             bands.append(_alone(group, variables))
         else:
@@ -627,7 +631,7 @@ def _unless_threads(groups, nest, banded, line):
     instances), the groups' own nests run instead. (Two copies of the code: a 1-D nest
     over a row or column of bigger arrays, a boundary condition, is not banded; its
     work is small next to the nests over whole arrays, and its code would double.)"""
-    plain = [n for group in groups for n in _emit(_alone(group, nest.vars), nest, line)]
+    plain = [n for group in groups for n in _emit(_alone(group, nest.vars), nest, line, True)]
     (lo, hi), = nest.bounds
     work = sum(len(group.everything()) for group in groups) * (hi - lo)
     threads = sp.And(sp.Gt(THREADS, 1), sp.Ge(work, PARALLEL_WORK))
@@ -696,7 +700,7 @@ def _placed_accesses(term, variables):
     return out + [(term.out.data, forms(target), "sum" if term.out.wcr else "write")]
 
 
-def _emit(band, nest, line):
+def _emit(band, nest, line, cpu):
     """Loop nests running the band's terms, each term over its own (shifted) range:
     over the core of the outer dimensions, rows cut along the innermost one; around
     that core, one thin edge per side and outer dimension, testing per row which terms
@@ -719,7 +723,6 @@ def _emit(band, nest, line):
     out = [_loops(nest.vars[:inner], core[:inner], None, line, Sequence(tuple(rows)))]
     union = [(min(spans[id(t)][d][0] for t in terms), max(spans[id(t)][d][1] for t in terms))
              for d in range(len(nest.vars))]
-    cpu = options.device == "cpu"
     depth = inner if cpu else len(nest.vars)     # the slabs' loops around their body
     for d in outer:
         body = Sequence(tuple(_edge_row(t, spans[id(t)], union, nest.vars, d, line) if cpu

@@ -64,8 +64,9 @@ class Adjoint:
     assigned_first: dict = field(default_factory=dict)    # {adjoint: box it assigns first}
 
 
-def differentiate(sdfg, wrt, outputs) -> Adjoint:
-    """A container is recorded in a region when that region writes it and its values are
+def differentiate(sdfg, wrt, outputs, device) -> Adjoint:
+    """The reverse mode of ``sdfg`` for ``device`` ("cpu" or "cuda": how gather.py
+    arranges stencil adjoints). A container is recorded in a region when that region writes it and its values are
     needed by the reverse sweep of that region or of an earlier one; values needed only
     after a container's last write are read from memory as the forward left it. Within
     a region read only there, writes before its first reader keep their values too."""
@@ -116,7 +117,7 @@ def differentiate(sdfg, wrt, outputs) -> Adjoint:
     needed = set().union(*readers_by)
     regions, assigned = assign_first(regions, {adjoint_name(n) for n in active},
                                      {adjoint_name(n) for n in outputs})
-    regions = tuple(replace(r, reverse=r.reverse.replace(body=gather(r.reverse.body)))
+    regions = tuple(replace(r, reverse=r.reverse.replace(body=gather(r.reverse.body, device)))
                     for r in regions)
     return Adjoint(regions, containers, active, frozenset(recorded_any),
                    bool(needed & written_containers(sdfg)), assigned)

@@ -3,7 +3,7 @@ that finds a kernel already built skips parsing, differentiation and code genera
 
 An artefact (a frozen dataclass with a ``module`` field) is pickled without its loaded
 module, under a key covering everything it was derived from plus the engine version
-and the target (``options.target()``); the shared library is loaded again by its name
+and the target (``options.Target``); the shared library is loaded again by its name
 in the same folder. Files are written atomically into the per-user cache directory and
 sealed as the libraries are (runtime/build.py): an entry that does not match its
 record, does not unpickle to the expected type, or names a damaged library is rebuilt.
@@ -17,9 +17,9 @@ from pathlib import Path
 
 import sympy as sp
 
-from ..options import options, target
 from .blas import blas
 from .build import ENGINE_VERSION, MISSING, cache_dir, damage, host, read_sealed, write_sealed
+from .cuda import LIBRARY_SUFFIX, load_cuda
 from .module import load
 
 log = logging.getLogger("adjoint.runtime")
@@ -34,11 +34,11 @@ def _engine_code():
     return h.hexdigest()
 
 
-def digest(*parts):
+def digest(target, *parts):
+    """The key of an artefact derived from ``parts`` for ``target``."""
     h = hashlib.sha256()
     # host(): with -march=native flags, the library of another CPU is another module
-    for part in parts + (ENGINE_VERSION, _engine_code(), target(), blas(),
-                         host(options.cflags)):
+    for part in parts + (ENGINE_VERSION, _engine_code(), target, blas(), host(target.cflags)):
         h.update(repr(part).encode())
         h.update(b"\0")
     return h.hexdigest()[:32]
@@ -75,7 +75,8 @@ def _load(path, kind):
         log.warning("cached artefact %s %s; building it again", path, why)
         return None
     log.debug("artefact %s loaded from cache", path.name)
-    return dataclasses.replace(artefact, module=load(path.parent / name, counts))
+    loader = load_cuda if name.endswith(LIBRARY_SUFFIX) else load
+    return dataclasses.replace(artefact, module=loader(path.parent / name, counts))
 
 
 def _mismatch(artefact, name, counts, kind, folder):

@@ -6,8 +6,6 @@ tuned gemm without depending on a system BLAS. Without it, products are loops.
 """
 import functools
 
-from ..options import options
-
 
 @functools.lru_cache(maxsize=None)
 def _openblas():
@@ -20,5 +18,6 @@ def _openblas():
 
 
 def blas():
-    """(dgemm symbol, linker flags), or None when products are generated loops."""
-    return _openblas() if options.blas else None
+    """(dgemm symbol, linker flags) of the installed BLAS, or None: products are then
+    generated loops (the target's ``blas=False`` asks for them too, pipeline.py)."""
+    return _openblas()

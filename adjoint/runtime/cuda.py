@@ -12,7 +12,7 @@ copies between host and device happen only where the runtime asks for them:
 call (arguments in once, cotangents out once). Every status is checked: a failure
 raises :class:`DeviceError` with CUDA's message.
 
-With ``options.cuda_emulation`` the same source is compiled as C++ for the CPU
+With the target's ``cuda_emulation`` the same source is compiled as C++ for the CPU
 (``codegen/cuda_preamble.py``): a test of the generated code without a GPU.
 """
 import functools
@@ -25,7 +25,6 @@ import cffi
 import numpy as np
 
 from ..errors import CompileError, DeviceError
-from ..options import options
 from .build import Toolchain, build_module
 from .module import interrupted, watch_interrupts
 
@@ -94,19 +93,20 @@ def device_info():
             "peak_bandwidth": 2.0 * clock * 1e3 * width / 8}
 
 
-def _nvcc_path():
-    path = shutil.which(options.nvcc)
+def _nvcc_path(nvcc):
+    path = shutil.which(nvcc)
     if path is None:
-        raise DeviceError(f"device='cuda' needs the CUDA compiler: {options.nvcc!r} is not on "
+        raise DeviceError(f"device='cuda' needs the CUDA compiler: {nvcc!r} is not on "
                           "PATH; install the CUDA toolkit, or set NVCC / engine option nvcc")
     return path
 
 
-def require_cuda():
-    """Raise DeviceError unless CUDA kernels can be built and run here."""
-    if options.cuda_emulation:
+def require_cuda(target):
+    """Raise DeviceError unless CUDA kernels for ``target`` can be built and run here."""
+    nvcc, _, _, emulation = target.cuda
+    if emulation:
         return
-    _nvcc_path()
+    _nvcc_path(nvcc)
     _gpu()
 
 
@@ -127,16 +127,17 @@ def _cuda_lib_dir(nvcc):
     return None
 
 
-def toolchain():
-    """How generated CUDA is compiled: nvcc for the GPU's architecture, or the system
-    C++ compiler for the emulation."""
-    if options.cuda_emulation:
+def toolchain(target):
+    """How generated CUDA is compiled for ``target``: nvcc for the GPU's architecture, or
+    the system C++ compiler for the emulation."""
+    nvcc, cuda_flags, cuda_arch, emulation = target.cuda
+    if emulation:
         cxx = os.environ.get("CXX", "c++")
         return Toolchain(cxx, ("-O0", "-std=c++17", "-w"), ".cpp", ("-fPIC",),
                          library=LIBRARY_SUFFIX)
-    nvcc = _nvcc_path()
-    arch = options.cuda_arch or "sm_{}{}".format(*_gpu()[1])
-    flags = tuple(options.cuda_flags) + (f"-arch={arch}", "-cudart", "shared")
+    nvcc = _nvcc_path(nvcc)
+    arch = cuda_arch or "sm_{}{}".format(*_gpu()[1])
+    flags = tuple(cuda_flags) + (f"-arch={arch}", "-cudart", "shared")
     lib_dir = _cuda_lib_dir(nvcc)
     if lib_dir:
         flags += ("-Xlinker", "-rpath", "-Xlinker", lib_dir)
@@ -144,13 +145,13 @@ def toolchain():
                      full_version=True)
 
 
-def build_cuda(layout, entries, checks, counted, name):
+def build_cuda(layout, entries, checks, counted, name, target):
     """(CUDA source, loaded module) for the entry SDFGs (pipeline._build on device='cuda')."""
     from ..codegen import COUNTS
     from ..codegen.cuda import cuda_source
-    source = cuda_source(layout, entries, checks, counted, emulate=options.cuda_emulation)
+    source = cuda_source(layout, entries, checks, counted, emulate=target.cuda[3])
     try:
-        path = build_module(source, name, toolchain=toolchain())
+        path = build_module(source, name, toolchain=toolchain(target))
     except CompileError as exc:
         raise CompileError(f"{exc}\n(CUDA: set engine option cuda_arch if nvcc does not know "
                            "this GPU's architecture)") from None

@@ -126,9 +126,7 @@ def _ptr(ctype, array):
 
 
 def load(path, counts=0) -> CompiledModule:
-    if str(path).endswith(".cuda.so"):                # device="cuda" (runtime/cuda.py)
-        from .cuda import load_cuda
-        return load_cuda(path, counts)
+    """The C module at ``path`` (a CUDA module: runtime/cuda.py's ``load_cuda``)."""
     with _lock:
         if path not in _loaded:
             _loaded[path] = CompiledModule(path, counts)
