@@ -1,4 +1,4 @@
-"""Scatter -> gather rewrite of stencil adjoints (autodiff/gather.py): the reverse sweep
+"""Scatter -> gather rewrite of stencil adjoints (autodiff/gather/): the reverse sweep
 of a stencil writes each adjoint element from one iteration, so it runs in parallel and
 vectorises, and the gradient still matches finite differences at every size, including
 sizes where the gathered core is empty and only edge slabs run."""

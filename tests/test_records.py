@@ -267,7 +267,7 @@ def test_a_decision_in_a_loop_is_recorded_once_per_iteration():
     the reversed one. Pushing its previous value before each write chained every
     iteration to the one before; now the record and reverse loops over rows are
     parallel, the flag private to each thread. (The reverse restores the flags and
-    selects on them in a nest of its own, before the gathered nests: autodiff/gather.py.)"""
+    selects on them in a nest of its own, before the gathered nests: autodiff/gather/.)"""
     from adjoint.analysis.parallel import parallelize
     from adjoint.sdfg.nodes import Pop, State
     args = limited_flux_args(rng_for("records-flux"))

@@ -65,11 +65,12 @@ class Adjoint:
 
 
 def differentiate(sdfg, wrt, outputs, device) -> Adjoint:
-    """The reverse mode of ``sdfg`` for ``device`` ("cpu" or "cuda": how gather.py
-    arranges stencil adjoints). A container is recorded in a region when that region writes it and its values are
-    needed by the reverse sweep of that region or of an earlier one; values needed only
-    after a container's last write are read from memory as the forward left it. Within
-    a region read only there, writes before its first reader keep their values too."""
+    """The reverse mode of ``sdfg`` for ``device`` ("cpu" or "cuda": how gather/
+    arranges stencil adjoints). A container is recorded in a region when that region
+    writes it and its values are needed by the reverse sweep of that region or of an
+    earlier one; values needed only after a container's last write are read from memory
+    as the forward left it. Within a region read only there, writes before its first
+    reader keep their values too."""
     active = active_containers(sdfg, wrt, outputs)
     containers = dict(sdfg.containers)
     for name in sorted(active):
