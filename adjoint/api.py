@@ -11,7 +11,8 @@ import sympy as sp
 from . import pipeline
 from .autodiff import tangent_name
 from .analysis.activity import filled_first, written_containers
-from .errors import AdjointError, ArgumentError, BoundsError
+from .codegen.c import FAILED
+from .errors import AdjointError, ArgumentError, BoundsError, LinAlgError
 from .options import target
 from .sweep import Sweep
 from .frontend import RESULT, declared_types, read_source, type_of_value
@@ -19,6 +20,7 @@ from .frontend.source import refuse_unreadable, with_defaults
 from .runtime.arguments import bind
 from .runtime.memory import BufferPool, HostMemory, on_device
 from .sdfg import to_text
+from .sdfg.nodes import library_nodes
 
 
 class Kernel:
@@ -251,7 +253,17 @@ class Specialization:
 
     def run(self, module, entry, syms, buffers, tape=None, position=0):
         self.verify(module, syms)
-        return module.call(entry, syms, buffers, tape, position)
+        status = module.call(entry, syms, buffers, tape, position)
+        if status <= FAILED:
+            raise self.failed(FAILED - status)
+        return status
+
+    def failed(self, line):
+        """The LinAlgError of a library call at ``line`` that failed (codegen: ``fail``)."""
+        reasons = sorted({node.failure for node in library_nodes(self.sdfg.body)
+                          if node.line == line and getattr(node, "failure", None)})
+        why = " or ".join(reasons) or "a linear-algebra routine failed"
+        return LinAlgError(f"{self.sdfg.filename}:{line}: {why}")
 
     def result(self, buffers, syms):
         """What the kernel returns: a float, an array, a tuple of them, or None."""

@@ -74,10 +74,9 @@ def _build(layout, entries, checks, counted, name):
     if options.device == "cuda":
         return build_cuda(layout, entries, checks, counted, name)
     entries = [validate(parallelize(sdfg)) for sdfg in entries]     # mark parallel loops
-    dgemm, libraries = blas() or (None, ())
-    source = generate_module(layout, entries, checks, counted, dgemm)
-    if dgemm is None or dgemm not in source:      # no BLAS, or no product
-        libraries = ()
+    library = blas()
+    source = generate_module(layout, entries, checks, counted, library)
+    libraries = library.flags if library and library.used(source) else ()
     path = build_module(source, name, libraries, parts=translation_units(source))
     return source, load(path, COUNTS * len(counted))
 

@@ -31,7 +31,7 @@ import sympy as sp
 
 from ..analysis.dependence import countable, trips_taped
 from ..analysis.device import distributed, has_kernels, kernel_nest, map_atomics, map_pushes
-from ..sdfg.nodes import (ConditionalRegion, LoopRegion, MapScope, MatMul, Pop, Push, SEGMENT,
+from ..sdfg.nodes import (ConditionalRegion, LibraryNode, LoopRegion, MapScope, Pop, Push, SEGMENT,
                           Sequence, State, Tasklet, flag_symbol, loops, walk)
 from .c import ARGS, C_TYPES, INTERRUPTED, INTERRUPTS, _Generator, _dispatcher
 from .cuda_preamble import preamble
@@ -98,8 +98,8 @@ def _writes(layout, entries, prefix):
                             for m, _ in t.outputs}
             elif isinstance(node, Pop):
                 written.add(node.memlet.data)
-            elif isinstance(node, MatMul):
-                written.add(node.out)
+            elif isinstance(node, LibraryNode):
+                written |= set(node.writes())
         rows.append("{" + ", ".join("1" if n in written else "0" for n in names) + "}")
     width = max(len(names), 1)
     table = ",\n    ".join(r if r != "{}" else "{0}" for r in rows) or "{0}"
@@ -258,7 +258,8 @@ def _items(region):
 
 
 def _line(item):
-    if isinstance(item, (LoopRegion, ConditionalRegion, MapScope, MatMul, Tasklet, Push, Pop)):
+    if isinstance(item, (LoopRegion, ConditionalRegion, MapScope, LibraryNode, Tasklet, Push,
+                         Pop)):
         if item.line:
             return item.line
     for node, _ in walk(item if isinstance(item, (Sequence, State, LoopRegion,
@@ -319,8 +320,8 @@ class _Host(_Generator):
     def _kernel_item(self, item):
         if isinstance(item, MapScope):
             self._map_kernel(item)
-        elif isinstance(item, MatMul):
-            self._matmul(item)
+        elif isinstance(item, LibraryNode):
+            item.emit_cuda(self)
         elif isinstance(item, LoopRegion) and item.parallel:
             self._loop_kernel(item)
         elif isinstance(item, LoopRegion):
@@ -388,7 +389,7 @@ class _Host(_Generator):
             return
         dev = self._device(self.host_vars)
         for item in run:
-            if isinstance(item, (Tasklet, MapScope, MatMul, Push, Pop)):
+            if isinstance(item, (Tasklet, MapScope, LibraryNode, Push, Pop)):
                 dev.node(item)
             else:
                 dev.region(item)
@@ -555,25 +556,6 @@ class _Host(_Generator):
             dev.emit(f"const int64_t sc_j{k} = sc_rest % sc_n{k}; sc_rest /= sc_n{k};")
             names.append(f"sc_j{k}")
         return list(reversed(names)) + ["sc_ky", "sc_kx"]
-
-    def _matmul(self, mm):
-        m, k, n = (self.index.doprint(x) for x in mm.op_dims())
-        lda, ldb = (self.index.doprint(d[1]) for d in (mm.a_dims, mm.b_dims))
-        ldc = self.index.doprint(mm.out_dims[1])
-        index = {c.name: j for j, c in enumerate(self.layout.containers)}
-        c, a, b = (f"(double *)sc_data[{index[x]}]" for x in (mm.out, mm.a, mm.b))
-        self.open("")
-        self.emit(f"const int64_t sc_m = {m}, sc_n = {n};")
-        self.open("if (sc_m > 0 && sc_n > 0)")
-        self.emit("dim3 sc_grid, sc_block;")
-        self.emit("sc_config(sc_n, sc_m, 1, sc_max_blocks, &sc_grid, &sc_block);")
-        self.emit(f"SC_LAUNCH(sc_matmul, sc_grid, sc_block, {c}, {a}, {b}, sc_m, sc_n, {k}, "
-                  f"{lda}, {ldb}, {ldc}, {int(mm.trans_a)}, {int(mm.trans_b)}, "
-                  f"{int(mm.accumulate)});")
-        self.emit("SC_TRY(cudaGetLastError());")
-        self.close()
-        self.close()
-        self.plan(mm, "-> sc_matmul (matrix product), one thread per element")
 
 
 def cuda_source(layout, entries, checks, counted=(), emulate=False, prefix=""):

@@ -57,6 +57,9 @@ def call(b, node):
         module = b.ex._module(func.value)
         if module is np:
             return _numpy(b, node, func.attr)
+        if isinstance(func.value, ast.Attribute) and func.value.attr == "linalg" and \
+                b.ex._module(func.value.value) is np:
+            return _linalg(b, node, func.attr)
         if ufunc_method(b.ex, func):
             return _ufunc_method(b, node, func.value.attr, func.attr)
         if module is math:
@@ -71,6 +74,16 @@ def call(b, node):
     if name in SCALAR_BUILTINS:
         return _scalar_only(b, node, f"{name}()", SCALAR_BUILTINS[name])
     return None
+
+
+def _linalg(b, node, name):
+    """``np.linalg.<name>(...)``: the library node registered for it (adjoint/library)."""
+    from ..library import NUMPY_LINALG
+    if name not in NUMPY_LINALG:
+        raise b.src.error(node, f"np.linalg.{name} is not supported (supported: "
+                                f"{', '.join(f'np.linalg.{n}' for n in sorted(NUMPY_LINALG))})")
+    handler, names = NUMPY_LINALG[name]
+    return handler(b, node, bind(b, node, node.args, names))
 
 
 def _numpy(b, node, name):
