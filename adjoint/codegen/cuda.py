@@ -33,7 +33,7 @@ from ..analysis.dependence import countable, trips_taped
 from ..analysis.device import distributed, has_kernels, kernel_nest, map_atomics, map_pushes
 from ..sdfg.nodes import (ConditionalRegion, LibraryNode, LoopRegion, MapScope, Pop, Push, SEGMENT,
                           Sequence, State, Tasklet, flag_symbol, loops, walk)
-from .c import ARGS, C_TYPES, INTERRUPTED, INTERRUPTS, _Generator, _dispatcher
+from .c import ARGS, C_TYPES, FAILED, INTERRUPTED, INTERRUPTS, _Generator, _dispatcher
 from .cuda_preamble import preamble
 from .printer import c_name, identifier, spelling
 
@@ -125,6 +125,11 @@ class _Device(_Generator):
         self.in_parallel = True         # no OpenMP; maps inside kernels are loops
         self.tape, self.slot = None, 0
 
+    def fail(self, line):
+        """A failed library call in a kernel of one thread: its line noted for the host
+        code after the launch (FAILS), the kernel ended."""
+        return f"{{ *sc_fail_line = {int(line)}; return; }}"
+
     def _push(self, value):
         if self.tape is None:
             if self.unbounded:
@@ -156,6 +161,27 @@ class _Device(_Generator):
             super()._write(m, value)
 
 
+# Only in modules with library calls that can fail (a factorisation in a kernel of one
+# thread): the kernel notes the failing line in device memory, the host code after the
+# launch reads it and returns the status C's entries return (codegen.c: FAILED - line).
+FAILS = r"""static int64_t *sc_fail_line = NULL;    /* the line of a failed library call, or 0 */
+static int64_t sc_fail_init(void)
+{
+    if (sc_fail_line) return 0;
+    SC_TRY(cudaMalloc((void **)&sc_fail_line, sizeof(int64_t)));
+    SC_TRY(cudaMemset(sc_fail_line, 0, sizeof(int64_t)));
+    return 0;
+}
+static int64_t sc_fail_check(void)      /* the line noted (then cleared), or -3 */
+{
+    int64_t line = 0;
+    SC_TRY(cudaMemcpy(&line, sc_fail_line, sizeof line, cudaMemcpyDeviceToHost));
+    if (line) SC_TRY(cudaMemset(sc_fail_line, 0, sizeof line));
+    return line;
+}
+"""
+
+
 class _Module:
     """Generates the entries of one module; collects its kernels and launch plan."""
 
@@ -164,6 +190,7 @@ class _Module:
         self.kernels, self.plan = [], []
         self.polls = []         # per entry: whether its host code polls for Ctrl-C
         self.max_sums = 1
+        self.fails = False      # whether a kernel may note a failed library call (FAILS)
 
     def declarations(self):
         nc, ns = max(len(self.layout.containers), 1), len(self.layout.symbols)
@@ -182,7 +209,7 @@ class _Module:
                 "sizeof(double)));\n"
                 "    SC_TRY(cudaMalloc((void **)&sc_st, sizeof(sc_tape_state)));\n"
                 "    SC_TRY(cudaMemset(sc_st, 0, sizeof(sc_tape_state)));\n"
-                "    return 0;\n}\n")
+                "    return 0;\n}\n") + (FAILS if self.fails else "")
 
     def entry(self, k, sdfg):
         host = _Host(self, sdfg)
@@ -403,12 +430,21 @@ class _Host(_Generator):
             if self.unbounded:
                 head.append("    if (sc_st->overflow) return;")
             head.append("    int64_t sc_tp = sc_st->tp;")
-        text = "\n".join([f"static __global__ void @NAME@(const sc_env sc_e{self._params()})",
+        fails = re.search(r"\bsc_fail_line\b", body) is not None    # _Device.fail
+        text = "\n".join([f"static __global__ void @NAME@(const sc_env sc_e{self._params()}"
+                           + (", int64_t *sc_fail_line" if fails else "") + ")",
                           "{", *self._kernel_unpack(body), *head, body]
                          + (["    sc_st->tp = sc_tp;"] if tape else []) + ["}", ""])
         name = self.module.kernel(text)
-        self.emit(f"SC_LAUNCH({name}, dim3(1), dim3(1), sc_e{self._args()});")
+        if fails:
+            self.module.fails = True
+            self.emit("SC_OK(sc_fail_init());")
+        self.emit(f"SC_LAUNCH({name}, dim3(1), dim3(1), sc_e{self._args()}"
+                  + (", sc_fail_line" if fails else "") + ");")
         self.emit("SC_TRY(cudaGetLastError());")
+        if fails:
+            self.emit(f"{{ const int64_t sc_line = sc_fail_check(); if (sc_line < 0) return -3; "
+                      f"if (sc_line > 0) return {FAILED} - sc_line; }}")
         what = "statements" if len(run) > 1 else _describe(run[0])
         self.module.plan.append(f"  line {_line(run[0])}: {what} -> {name}, one GPU thread")
 

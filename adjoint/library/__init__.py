@@ -7,13 +7,16 @@ registry below is the only list of them: ``NUMPY_LINALG`` maps ``np.linalg.<name
 its hook ``(builder, call node, {parameter: AST node}) -> ArrayExpr`` and the names of
 its parameters in call order.
 """
-from . import cholesky
+from . import cholesky, solve
 from .cholesky import Cholesky
 from .matmul import MatMul
+from .solve import Solve
 from .trsm import Trsm
 
 NUMPY_LINALG = {
     "cholesky": (cholesky.call, ("a",)),
+    "solve": (solve.call, ("a", "b")),
+    "inv": (solve.inverse, ("a",)),
 }
 
-__all__ = ["Cholesky", "MatMul", "NUMPY_LINALG", "Trsm"]
+__all__ = ["Cholesky", "MatMul", "NUMPY_LINALG", "Solve", "Trsm"]

@@ -104,7 +104,8 @@ class Cholesky(LibraryNode):
         gen.close()
         if gen.library:     # LAPACK's column-major upper triangle is our row-major lower
             gen.emit("int64_t sc_info = 0;")
-            gen.emit(f'{gen.library.symbol("dpotrf_")}("U", &sc_n, {out}, &sc_n, &sc_info, 1);')
+            gen.emit(f'if (sc_n > 0) {gen.library.symbol("dpotrf_")}("U", &sc_n, {out}, &sc_n, '
+                     '&sc_info, 1);')
             gen.emit(f"if (sc_info != 0) {gen.fail(self.line)}")
         else:
             self._loops(gen, out)

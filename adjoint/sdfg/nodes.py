@@ -133,7 +133,7 @@ class LibraryNode:
     def operands(self):
         raise NotImplementedError(self.kind)
 
-    def invalid(self):
+    def invalid(self, containers):
         """What is wrong with the node beyond its operands' shapes (a message), or None."""
         return None
 

@@ -59,7 +59,7 @@ def _check_library(sdfg, node, bound):
     read = {n for n, k in node.accesses() if k == "read"}
     if read & set(node.writes()):
         raise InvalidSDFG(f"{where} writes an operand")
-    problem = node.invalid()
+    problem = node.invalid(sdfg.containers)
     if problem:
         raise InvalidSDFG(f"{where}: {problem}")
 
