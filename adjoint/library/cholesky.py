@@ -113,13 +113,14 @@ class Cholesky(LibraryNode):
 
     def _loops(self, gen, out):
         """Column by column: L[j, j] = sqrt(A[j, j] - sum_k L[j, k]^2), then the column
-        below it; a pivot that is not positive (or nan) fails as LAPACK's does."""
+        below it; a pivot that is not positive fails as LAPACK's does (a nan goes on into
+        the factor, as there: NumPy returns it)."""
         at = lambda i, j: f"{out}[({i}) * sc_n + ({j})]"      # noqa: E731
         gen.open("for (int64_t sc_j = 0; sc_j < sc_n; ++sc_j)")
         gen.emit(f"double sc_d = {at('sc_j', 'sc_j')};")
         gen.emit(f"for (int64_t sc_k = 0; sc_k < sc_j; ++sc_k) "
                  f"sc_d -= {at('sc_j', 'sc_k')} * {at('sc_j', 'sc_k')};")
-        gen.emit(f"if (!(sc_d > 0.0)) {gen.fail(self.line)}")
+        gen.emit(f"if (sc_d <= 0.0) {gen.fail(self.line)}")
         gen.emit("sc_d = sqrt(sc_d);")
         gen.emit(f"{at('sc_j', 'sc_j')} = sc_d;")
         gen.open("for (int64_t sc_i = sc_j + 1; sc_i < sc_n; ++sc_i)")
