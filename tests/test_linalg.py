@@ -8,7 +8,7 @@ import pytest
 from adjoint import (KernelSyntaxError, LinAlgError, float64, grad, jvp, kernel, options,
                      symbol)
 from adjoint.library import Cholesky, Solve
-from adjoint.sdfg.nodes import walk
+from adjoint.sdfg.nodes import LibraryNode, walk
 from kernel_testing import (arg_names, assert_arrays_close, check_vjp_and_jvp, copy_args,
                             fd_gradient, rng_for)
 
@@ -72,6 +72,19 @@ def whitened(A: float64[N, N], X: float64[N, K]) -> float:
     return np.sum(W * W) + np.sum(np.linalg.solve(L.T, W))
 
 
+@kernel
+def covariance(X: float64[N, K]) -> float:
+    C = np.cov(X)                       # rows are variables, as NumPy's default
+    return np.sum(C * C)
+
+
+@kernel
+def covariance_factor(X: float64[N, K]) -> float:
+    C = np.cov(X, rowvar=False)         # columns as variables, then its factor
+    L = np.linalg.cholesky(C + 0.5 * np.eye(K))
+    return np.sum(L) + np.cov(X[0], ddof=0)
+
+
 def spd(rng, n):
     m = rng.standard_normal((n, n))
     return m @ m.T + n * np.eye(n)
@@ -89,11 +102,13 @@ def args_of(k, rng, n=5):
         "inverse": lambda: (rng.standard_normal((n, n)) + 3 * np.eye(n),),
         "steps": lambda: (spd(rng, n), rng.standard_normal(n), 3),
         "whitened": lambda: (spd(rng, n), rng.standard_normal((n, 2))),
+        "covariance": lambda: (rng.standard_normal((3, n + 2)),),
+        "covariance_factor": lambda: (rng.standard_normal((n + 1, 3)),),
     }[k.__name__]()
 
 
 KERNELS = [factor_norms, factor_in_place, factor_of_gram, solve_vector, solve_matrix, inverse,
-           steps, whitened]
+           steps, whitened, covariance, covariance_factor]
 
 
 @pytest.fixture
@@ -230,6 +245,14 @@ def test_nodes_and_text():
     assert kinds == [Cholesky, Solve, Solve]
 
 
+def test_covariance_is_array_code():
+    """np.cov: means, one MatMul and a scaling; no library node of its own."""
+    X = rng_for("cov").standard_normal((3, 5))
+    assert covariance(X) == pytest.approx(covariance.py_func(X), rel=1e-12)
+    spec = next(iter(covariance._specs.values()))
+    assert [n.kind for n, _ in walk(spec.sdfg.body) if isinstance(n, LibraryNode)] == ["matmul"]
+
+
 def test_errors_name_the_call():
     def vector(x: float64[N]) -> float:
         return np.sum(np.linalg.cholesky(x))
@@ -251,3 +274,8 @@ def test_errors_name_the_call():
     with pytest.raises(KernelSyntaxError, match=r"np.linalg.eigvalsh is not supported \("
                                                 r"supported: np.linalg.cholesky"):
         kernel(eigen)(np.eye(3))
+
+    def two(x: float64[3], y: float64[3]) -> float:
+        return np.sum(np.cov(x, y))
+    with pytest.raises(KernelSyntaxError, match="np.cov of two arrays"):
+        kernel(two)(np.ones(3), np.ones(3))
