@@ -5,7 +5,7 @@ line."""
 import numpy as np
 import pytest
 
-from adjoint import (KernelSyntaxError, LinAlgError, float64, grad, jvp, kernel, options,
+from adjoint import (KernelSyntaxError, LinAlgError, float64, grad, kernel, options,
                      symbol)
 from adjoint.library import Cholesky, Solve
 from adjoint.sdfg.nodes import LibraryNode, walk

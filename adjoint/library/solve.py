@@ -147,8 +147,9 @@ class Solve(LibraryNode):
         gen.open("for (int64_t sc_c = 0; sc_c < sc_n; ++sc_c)")
         gen.emit("int64_t sc_p = sc_c;")
         gen.emit(f"double sc_best = fabs({at('sc_c', 'sc_c')});")
-        gen.emit(f"for (int64_t sc_r = sc_c + 1; sc_r < sc_n; ++sc_r) if (fabs({at('sc_r', 'sc_c')})"
-                 f" > sc_best) {{ sc_best = fabs({at('sc_r', 'sc_c')}); sc_p = sc_r; }}")
+        gen.emit(f"for (int64_t sc_r = sc_c + 1; sc_r < sc_n; ++sc_r) "
+                 f"if (fabs({at('sc_r', 'sc_c')}) > sc_best) "
+                 f"{{ sc_best = fabs({at('sc_r', 'sc_c')}); sc_p = sc_r; }}")
         gen.emit(f"{piv}[sc_c] = sc_p;")
         gen.emit(f"if (sc_p != sc_c) for (int64_t sc_j = 0; sc_j < sc_n; ++sc_j) {{ const double "
                  f"sc_t = {at('sc_c', 'sc_j')}; {at('sc_c', 'sc_j')} = {at('sc_p', 'sc_j')}; "
