@@ -253,6 +253,30 @@ def test_covariance_is_array_code():
     assert [n.kind for n, _ in walk(spec.sdfg.body) if isinstance(n, LibraryNode)] == ["matmul"]
 
 
+def test_validation_asks_the_protocol():
+    """validate() checks a library node's operands, what it writes and its own rules."""
+    from adjoint.frontend import parse, read_source
+    from adjoint.sdfg import State, validate
+    from adjoint.sdfg.nodes import Sequence
+    from adjoint.sdfg.validate import InvalidSDFG
+    sdfg = validate(parse(read_source(solve_vector.__wrapped__), "solve_vector",
+                          dict(solve_vector._declared)))
+    node = next(n for n, _ in walk(sdfg.body) if isinstance(n, Solve))
+
+    def check(**changes):
+        from dataclasses import replace
+        validate(sdfg.replace(body=Sequence((State((replace(node, **changes),)),))))
+    check()
+    with pytest.raises(InvalidSDFG, match=f"solve at line {node.line} writes an operand"):
+        check(out="b")
+    with pytest.raises(InvalidSDFG, match=r"dims \(N, N\) do not cover b"):
+        check(a="b")
+    with pytest.raises(InvalidSDFG, match="the pivots .* are not N int64"):
+        check(piv=node.lu)
+    with pytest.raises(InvalidSDFG, match="no container nowhere"):
+        check(piv="nowhere")
+
+
 def test_errors_name_the_call():
     def vector(x: float64[N]) -> float:
         return np.sum(np.linalg.cholesky(x))
