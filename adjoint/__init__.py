@@ -16,7 +16,7 @@ os.environ.setdefault("GOMP_SPINCOUNT", "10000")
 
 from .api import Kernel, configure, grad, jvp, kernel, value_and_grad, vjp  # noqa: E402
 from .errors import (AdjointError, ArgumentError, BoundsError, CompileError, DeviceError,
-                     KernelSyntaxError)
+                     KernelSyntaxError, LinAlgError)
 from .options import options
 from .types import bool_, float32, float64, int32, int64, symbol
 
@@ -24,4 +24,4 @@ __version__ = "0.1.0"
 __all__ = ["Kernel", "kernel", "grad", "value_and_grad", "vjp", "jvp", "symbol", "float64",
            "float32", "int64", "int32", "bool_", "configure", "options", "AdjointError",
            "ArgumentError",
-           "BoundsError", "CompileError", "DeviceError", "KernelSyntaxError"]
+           "BoundsError", "CompileError", "DeviceError", "KernelSyntaxError", "LinAlgError"]

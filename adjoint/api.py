@@ -13,7 +13,8 @@ import sympy as sp
 from . import pipeline
 from .autodiff import tangent_name
 from .analysis.activity import filled_first, written_containers
-from .errors import AdjointError, ArgumentError, BoundsError
+from .codegen.c import FAILED
+from .errors import AdjointError, ArgumentError, BoundsError, LinAlgError
 from .options import CUDA_SETTINGS, options, set_options, target
 from .sweep import Sweep
 from .frontend import RESULT, declared_types, read_source, type_of_value
@@ -22,6 +23,7 @@ from .runtime.arguments import Binding, signature
 from .runtime.cuda import require_cuda
 from .runtime.memory import SMALL, BufferPool, HostMemory, idle, on_device
 from .sdfg import to_text
+from .sdfg.nodes import library_nodes
 
 BINDINGS = 16       # argument signatures a kernel keeps the checks of (see Kernel.bound)
 LOSS = types.MappingProxyType({RESULT: 1.0})      # the cotangent grad pulls back
@@ -290,7 +292,17 @@ class Specialization:
 
     def run(self, module, entry, syms, buffers, tape=None, position=0):
         self.verify(module, syms)
-        return module.call(entry, syms, buffers, tape, position)
+        status = module.call(entry, syms, buffers, tape, position)
+        if status <= FAILED:
+            raise self.failed(FAILED - status)
+        return status
+
+    def failed(self, line):
+        """The LinAlgError of a library call at ``line`` that failed (codegen: ``fail``)."""
+        reasons = sorted({node.failure for node in library_nodes(self.sdfg.body)
+                          if node.line == line and getattr(node, "failure", None)})
+        why = " or ".join(reasons) or "a linear-algebra routine failed"
+        return LinAlgError(f"{self.sdfg.filename}:{line}: {why}")
 
     def returned(self, name, buffer, syms):
         """One returned container's value from its flat buffer."""

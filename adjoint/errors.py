@@ -1,4 +1,5 @@
 """The engine's exceptions: each says what went wrong, where, and what to do."""
+import numpy as np
 
 
 class AdjointError(Exception):
@@ -23,6 +24,12 @@ class ArgumentError(AdjointError, TypeError):
 
 class BoundsError(AdjointError, IndexError):
     """An index in the kernel falls outside its array for the sizes of this call."""
+
+
+class LinAlgError(AdjointError, np.linalg.LinAlgError):
+    """A factorisation in the kernel failed for this call's values (``np.linalg.cholesky``
+    of a matrix that is not positive definite, ``np.linalg.solve`` of a singular one);
+    the message names the line. Also a ``numpy.linalg.LinAlgError``, as NumPy raises."""
 
 
 class CompileError(AdjointError):

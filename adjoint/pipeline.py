@@ -63,7 +63,7 @@ def _staged(target, stage, *args):
 
 
 def _library(target):
-    """(dgemm symbol, linker flags) when the target's products are BLAS calls, else None."""
+    """The linked Library (runtime/blas.py) when the target calls BLAS/LAPACK, else None."""
     return blas() if target.device == "cpu" and target.blas else None
 
 
@@ -84,10 +84,9 @@ def _build(layout, entries, checks, counted, name, target):
     if target.device == "cuda":
         return build_cuda(layout, entries, checks, counted, name, target)
     entries = [validate(parallelize(sdfg)) for sdfg in entries]     # mark parallel loops
-    dgemm, libraries = _library(target) or (None, ())
-    source = generate_module(layout, entries, checks, counted, dgemm)
-    if dgemm is None or dgemm not in source:      # no BLAS, or no product
-        libraries = ()
+    library = _library(target)
+    source = generate_module(layout, entries, checks, counted, library)
+    libraries = library.flags if library and library.used(source) else ()
     path = build_module(source, name, libraries, Toolchain(target.compiler, target.cflags),
                         parts=translation_units(source))
     return source, load(path, COUNTS * len(counted))

@@ -13,7 +13,8 @@ import pytest
 
 from adjoint import KernelSyntaxError, float64, grad, jvp, kernel, options, symbol
 from adjoint.frontend.functions import floordiv, python_mod
-from adjoint.sdfg import MapScope, MatMul, Push, Tasklet
+from adjoint.library import MatMul
+from adjoint.sdfg import MapScope, Push, Tasklet
 from adjoint.sdfg.nodes import walk
 from kernel_testing import (arg_names, assert_arrays_close, assert_close_scalar, copy_args,
                             fd_atol, fd_directional, rng_for, run_reference)

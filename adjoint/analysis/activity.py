@@ -19,8 +19,8 @@ def dependencies(sdfg):
             if memlet.wcr:
                 used.add(memlet.data)
             deps.append((memlet.data, used))
-    for mm in library_nodes(sdfg.body):
-        deps.append((mm.out, {mm.a, mm.b} | ({mm.out} if mm.accumulate else set())))
+    for node in library_nodes(sdfg.body):
+        deps += [(name, set(node.reads())) for name in node.writes()]
     return deps
 
 

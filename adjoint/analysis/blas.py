@@ -19,7 +19,8 @@ import numpy as np
 import sympy as sp
 
 from ..sdfg.arithmetic import factors_of
-from ..sdfg.nodes import (Container, LoopRegion, MapScope, MatMul, Memlet, Sequence, State,
+from ..library.matmul import MatMul
+from ..sdfg.nodes import (Container, LoopRegion, MapScope, Memlet, Sequence, State,
                           Tasklet, every_element, index_loads, self_update, walk)
 from ..sdfg.visit import Transformer, flattened
 from .dependence import Scope, counted

@@ -35,7 +35,7 @@ from typing import Optional
 
 import sympy as sp
 
-from ..sdfg.nodes import (ConditionalRegion, LoopRegion, MapScope, MatMul, Pop, Push, State,
+from ..sdfg.nodes import (ConditionalRegion, LibraryNode, LoopRegion, MapScope, Pop, Push, State,
                           Tasklet, as_reduction, condition_containers, index_loads, regions)
 
 READ, WRITE, SUM = "read", "write", "sum"
@@ -44,7 +44,7 @@ READ, WRITE, SUM = "read", "write", "sum"
 @dataclass(frozen=True)
 class Access:
     """One access: ``kind`` is READ, WRITE or SUM (an accumulation); ``subset`` None is
-    the whole container (a matrix product's operands); ``node`` the statement making it
+    the whole container (a library node's operands); ``node`` the statement making it
     (None for loop bounds and conditions)."""
     data: str
     subset: Optional[tuple]
@@ -99,9 +99,8 @@ def node_accesses(node, inner=frozenset(), reductions=False):
         return _element(node.memlet, READ, inner, node)
     if isinstance(node, Pop):
         return _element(node.memlet, WRITE, inner, node)
-    if isinstance(node, MatMul):
-        return [Access(node.a, None, READ, inner, node), Access(node.b, None, READ, inner, node),
-                Access(node.out, None, SUM if node.accumulate else WRITE, inner, node)]
+    if isinstance(node, LibraryNode):     # whole containers, in the order it says
+        return [Access(name, None, kind, inner, node) for name, kind in node.accesses()]
     raise TypeError(f"not a dataflow node: {node!r}")
 
 
@@ -159,9 +158,9 @@ class Scope:
     def kinds(self, name):
         return {a.kind for a in self.by_data.get(name, ())}
 
-    def products(self):
-        """Whether the region holds a matrix product."""
-        return any(isinstance(a.node, MatMul) for a in self.accesses)
+    def library(self):
+        """Whether the region holds a library node (a matrix product, a factorisation)."""
+        return any(isinstance(a.node, LibraryNode) for a in self.accesses)
 
     def meeting(self, name, variables):
         """Pairs (x, y) of accesses to ``name``, x a write or a sum, that may name one

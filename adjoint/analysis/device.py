@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 
 import sympy as sp
 
-from ..sdfg.nodes import (LoopRegion, MapScope, MatMul, Memlet, Pop, Push, Sequence, Tasklet,
+from ..sdfg.nodes import (LibraryNode, LoopRegion, MapScope, Memlet, Pop, Push, Sequence, Tasklet,
                           elements, index_loads, loops, walk)
 from .dependence import SUM, Scope, counted, injective, private_scalar, trips_taped
 from .parallel import _Marker, shared_sums
@@ -163,7 +163,7 @@ def _nest(sdfg, chain):
         return None
     innermost = chain[-1]
     scope, tape = Scope(innermost.body, sdfg.containers), _tape(innermost.body)
-    if scope.products() or tape is None:
+    if scope.library() or tape is None:
         return None
     kind, count = tape
     if kind and len({r.reverse for r in chain}) > 1:
@@ -217,9 +217,9 @@ def _tape(body):
 
 def has_kernels(item):
     """Whether a region or dataflow node holds work that runs as kernels: marked loops
-    and maps, and matrix products."""
-    if isinstance(item, MatMul):
-        return True
+    and maps, and library nodes that are kernels of their own (matrix products)."""
+    if isinstance(item, LibraryNode):
+        return item.device_kernel
     if isinstance(item, MapScope):
         return item.parallel
     if isinstance(item, (Tasklet, Push, Pop)):
@@ -229,6 +229,7 @@ def has_kernels(item):
     for node, context in walk(item):
         if any(isinstance(r, LoopRegion) and r.parallel for r in context):
             return True
-        if isinstance(node, MatMul) or (isinstance(node, MapScope) and node.parallel):
+        if isinstance(node, LibraryNode) and node.device_kernel or \
+                isinstance(node, MapScope) and node.parallel:
             return True
     return False

@@ -89,7 +89,7 @@ class _Marker(Transformer):
             return None
         containers = self.sdfg.containers
         scope = Scope(loop.body, containers, reductions=True)    # s = s + ...: a sum
-        if scope.products():
+        if scope.library():
             return None
         summable = not nested
         private, sums = [], []

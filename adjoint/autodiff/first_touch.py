@@ -14,7 +14,7 @@ from dataclasses import replace
 import sympy as sp
 
 from ..analysis.dependence import counted, linear_form, node_accesses
-from ..sdfg.nodes import (LoopRegion, MapScope, MatMul, Pop, Push, Sequence, State, Tasklet,
+from ..sdfg.nodes import (LibraryNode, LoopRegion, MapScope, Pop, Push, Sequence, State, Tasklet,
                           elements, index_loads, walk)
 from ..sdfg.visit import Transformer
 
@@ -87,7 +87,7 @@ def _assigning(node, params, ranges, body, names, seen, boxes):
     adjoint made an assignment; the boxes assigned go into ``boxes``. ``names``: the
     adjoint containers, and the sizes a box may depend on."""
     adjoints, sizes = names
-    if any(isinstance(t, (MapScope, MatMul)) or not isinstance(t, (Tasklet, Push, Pop))
+    if any(isinstance(t, (MapScope, LibraryNode)) or not isinstance(t, (Tasklet, Push, Pop))
            for t in body):
         return node
     reads = {m.data for t in body if isinstance(t, Tasklet) for _, m in t.inputs}

@@ -10,8 +10,9 @@ import sympy as sp
 
 from ..analysis.activity import closure, dependencies
 from ..sdfg.arithmetic import TANGENT
-from ..sdfg.nodes import (ConditionalRegion, Container, LoopRegion, MapScope, MatMul, Memlet,
+from ..sdfg.nodes import (ConditionalRegion, Container, LibraryNode, LoopRegion, MapScope, Memlet,
                           Sequence, State, Tasklet)
+from ..library.base import Rules
 from .partials import partial, times
 
 
@@ -26,37 +27,29 @@ def linearize(sdfg, wrt):
     for name in sorted(varied):
         c = sdfg.containers[name]
         containers[tangent_name(name)] = Container(tangent_name(name), c.dtype, c.shape)
-    body = _region(sdfg.body, varied)
+    rules = Rules(varied, TANGENT, containers)
+    body = _region(sdfg.body, rules)
     return sdfg.replace(body=body, containers=containers), varied
 
 
-def _region(region, varied):
+def _region(region, rules):
     if isinstance(region, Sequence):
-        return Sequence(tuple(_region(e, varied) for e in region.elements))
+        return Sequence(tuple(_region(e, rules) for e in region.elements))
     if isinstance(region, LoopRegion):
-        return replace(region, body=_region(region.body, varied))
+        return replace(region, body=_region(region.body, rules))
     if isinstance(region, ConditionalRegion):
-        return ConditionalRegion(tuple((c, _region(b, varied)) for c, b in region.branches),
+        return ConditionalRegion(tuple((c, _region(b, rules)) for c, b in region.branches),
                                  region.line)
-    return State(tuple(n for node in region.nodes for n in _nodes(node, varied)), region.label)
+    return State(tuple(n for node in region.nodes for n in _nodes(node, rules)), region.label)
 
 
-def _nodes(node, varied):
-    if isinstance(node, MatMul):
-        return _matmul(node, varied)
-    return (_node(node, varied),)
-
-
-def _matmul(mm, varied):
-    """d(op(a) op(b)) = op(da) op(b) + op(a) op(db), before the product itself. (A
-    product writes a fresh transient once, so its output is varied only through a or b.)"""
-    d, nodes = tangent_name(mm.out), []
-    if mm.a in varied:
-        nodes.append(replace(mm, out=d, a=tangent_name(mm.a)))
-    if mm.b in varied:
-        nodes.append(replace(mm, out=d, b=tangent_name(mm.b),
-                             accumulate=mm.accumulate or bool(nodes)))
-    return tuple(nodes) + (mm,)
+def _nodes(node, rules):
+    """A library node's tangent rule (nodes, itself among them), or the tasklet's."""
+    if isinstance(node, LibraryNode):
+        if not any(rules.has(n) for n in node.reads()):
+            return (node,)
+        return node.jvp(rules)
+    return (_node(node, rules.carried),)
 
 
 def _node(node, varied):

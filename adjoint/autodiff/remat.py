@@ -62,8 +62,9 @@ def rematerialise(body, readers, earlier, containers, kept):
     for t, _, _ in tasklets(body):
         for m, _ in t.outputs:
             writers.setdefault(m.data, []).append(t)
-    for mm in library_nodes(body):
-        writers.setdefault(mm.out, []).append(mm)
+    for node in library_nodes(body):
+        for name in node.writes():
+            writers.setdefault(name, []).append(node)
     names, before, reads = set(), {}, {}
     for loop in loops(body):
         steps = _steps(loop.body)
@@ -95,7 +96,7 @@ def _steps(body):
                                                        if a.kind != READ)))
             continue
         steps += [_Step(t, node, _outputs(t)) if isinstance(t, Tasklet) else
-                  _Step(None, node, frozenset({node.out}))
+                  _Step(None, node, frozenset(node.writes()))
                   for node in region.nodes for t in _tasklets(node) or (node,)]
     return steps
 

@@ -20,8 +20,9 @@ import sympy as sp
 from ..analysis.activity import active_containers, written_containers
 from ..analysis.dependence import countable, counted, injective, private_scalar
 from ..sdfg.arithmetic import ADJOINT
-from ..sdfg.nodes import (SDFG, ConditionalRegion, Container, Guard, LoopRegion, MapScope,
-                          MatMul, Memlet, Pop, Push, Sequence, State, Tasklet,
+from ..library.base import Rules
+from ..sdfg.nodes import (SDFG, ConditionalRegion, Container, Guard, LibraryNode, LoopRegion,
+                          MapScope, Memlet, Pop, Push, Sequence, State, Tasklet,
                           condition_containers, every_element, guarded_branches,
                           library_nodes, loops, self_update, tasklets, walk)
 from .first_touch import assign_first
@@ -211,7 +212,7 @@ def _touched(node, containers):
         return {m.data for _, m in node.inputs} | {m.data for m, _ in node.outputs}
     if isinstance(node, Guard):
         return set(condition_containers(node.condition, containers))
-    return {node.out, node.a, node.b}
+    return set(node.reads()) | set(node.writes())
 
 
 def _partition(body):
@@ -254,9 +255,9 @@ def _accesses(region, containers):
     for t, _, _ in tasklets(region):
         reads |= {m.data for _, m in t.inputs}
         writes |= {m.data for m, _ in t.outputs}
-    for mm in library_nodes(region):
-        reads |= {mm.a, mm.b} | ({mm.out} if mm.accumulate else set())
-        writes.add(mm.out)
+    for node in library_nodes(region):
+        reads |= set(node.reads())
+        writes |= set(node.writes())
     for _, context in walk(region):
         for r in context:
             if isinstance(r, Guard):
@@ -265,7 +266,7 @@ def _accesses(region, containers):
 
 
 def _ordered(body):
-    """(node, key) for every tasklet and matrix product of ``body``, maps' included, and
+    """(node, key) for every tasklet and library node of ``body``, maps' included, and
     (Guard, key) for every branch condition, in program order. Keys grow with program
     order; everything inside one loop shares its loop's key (each iteration's nodes run
     after the previous one's). A map's tasklets keep their order: each point runs them in
@@ -292,7 +293,7 @@ def _ordered(body):
 def _readers(body, containers, active, rerun=None):
     """Containers whose values the reverse sweep of ``body`` reads, each with what reads
     them and where (see _ordered): the active tasklets some partial of which reads the
-    container, or None for a decision on data or a matrix product (d(ab) = da b + a db),
+    container, or None for a decision on data or a library node (its ``reverse_reads``),
     and the tasklets the reverse re-runs (``rerun``: id -> what they read, see remat)."""
     readers = {}
     for node, key in _ordered(body):
@@ -301,11 +302,9 @@ def _readers(body, containers, active, rerun=None):
         if isinstance(node, Guard):
             for name in condition_containers(node.condition, containers):
                 readers.setdefault(name, set()).add((None, key))
-        elif isinstance(node, MatMul):
-            if node.out in active:
-                for name in ({node.b} if node.a in active else set()) | (
-                        {node.a} if node.b in active else set()):
-                    readers.setdefault(name, set()).add((None, key))
+        elif isinstance(node, LibraryNode):
+            for name in node.reverse_reads(active):
+                readers.setdefault(name, set()).add((None, key))
         else:
             for name in _partial_reads(node, active):
                 readers.setdefault(name, set()).add((node, key))
@@ -327,8 +326,8 @@ def _partial_reads(t, active):
 def _writers(body, name):
     """(node, key) for every node of ``body`` that writes ``name``."""
     for node, key in _ordered(body):
-        if isinstance(node, MatMul) and node.out == name or isinstance(node, Tasklet) and any(
-                m.data == name for m, _ in node.outputs):
+        if isinstance(node, LibraryNode) and name in node.writes() or \
+                isinstance(node, Tasklet) and any(m.data == name for m, _ in node.outputs):
             yield node, key
 
 
@@ -410,8 +409,8 @@ def _inner_bodies(region):
 
 
 def _written(node):
-    if isinstance(node, MatMul):
-        return {node.out}
+    if isinstance(node, LibraryNode):
+        return set(node.writes())
     nodes = node.body if isinstance(node, MapScope) else (node,)
     return {m.data for t in nodes if isinstance(t, Tasklet) for m, _ in t.outputs}
 
@@ -420,7 +419,7 @@ def _pushes_whole(node, name, container, recorded, active):
     """Whether ``node`` pushes, then writes, every element of ``name``, no partial of it
     reading the values written: a scalar, or a map over exactly the container's index
     space with a tasklet writing element (i, j, ...) at point (i, j, ...)."""
-    if isinstance(node, MatMul):
+    if isinstance(node, LibraryNode):
         return False
     if isinstance(node, Tasklet):
         return not container.shape and recorded.pushes(node, Memlet(name)) and any(
@@ -479,7 +478,7 @@ def _rewrites(loop, writes, name, container):
                           list(node.params if isinstance(node, MapScope) else ())}
     spans = []
     for t in writes:
-        if isinstance(t, MatMul):
+        if isinstance(t, LibraryNode):        # it writes whole containers
             spans.append(len(container.shape))
             continue
         for m, _ in t.outputs:
@@ -571,9 +570,10 @@ def _record_nodes(nodes, recorded, containers):
             out.append(MapScope(node.params, node.ranges,
                                 _record_nodes(node.body, recorded, containers), node.line))
             continue
-        if isinstance(node, MatMul):
-            if recorded.pushes(node, Memlet(node.out)):    # it overwrites the whole container
-                out += _push_all(containers[node.out], node.line)
+        if isinstance(node, LibraryNode):         # it writes whole containers
+            for name in node.writes():
+                if recorded.pushes(node, Memlet(name)):
+                    out += _push_all(containers[name], node.line)
         else:
             out += [Push(m, node.line) for m, _ in node.outputs if recorded.pushes(node, m)]
         out.append(node)
@@ -627,13 +627,20 @@ class _Reverser:
                 body = tuple(n for t in reversed(node.body) for n in self.tasklet(t))
                 if body:
                     pending.append(MapScope(node.params, node.ranges, body, node.line))
-            elif isinstance(node, MatMul):
-                if self.recorded.pushes(node, Memlet(node.out)):
+            elif isinstance(node, LibraryNode):
+                restores = [self.restore(self.containers[n], node.line) for n in node.writes()
+                            if self.recorded.pushes(node, Memlet(n))]
+                # the adjoint reads what the node wrote only before the restore undoes it
+                late = bool(set(node.reverse_reads(self.active)) & set(node.writes()))
+                if late:
+                    pending += self.library(node)
+                if restores:
                     if pending:
                         elements.append(State(tuple(pending), state.label))
                         pending = []
-                    elements.append(self.restore(self.containers[node.out], node.line))
-                pending += self.matmul(node)
+                    elements += restores
+                if not late:
+                    pending += self.library(node)
             else:
                 pending += self.tasklet(node)
         if pending:
@@ -645,27 +652,17 @@ class _Reverser:
         pops = every_element(container, lambda m: (Pop(m, line),), line)
         return self._map_as_loops(pops[0]) if isinstance(pops[0], MapScope) else State(pops)
 
-    def matmul(self, mm):
-        """out = op(a) op(b): a's adjoint += gout op(b)^T, b's += op(a)^T gout, then
-        gout = 0 unless the product accumulated into out."""
-        if mm.out not in self.active:
+    def library(self, node):
+        """A library node's reverse rule (its ``vjp``), then the adjoints of what it
+        assigned set to zero (the values before it did not reach its outputs)."""
+        if not any(n in self.active for n in node.writes()):
             return []
-        g = adjoint_name(mm.out)
-        nodes = []
-        if mm.a in self.active:
-            nodes.append(MatMul(adjoint_name(mm.a), mm.a_dims, mm.b, mm.b_dims, g, mm.out_dims,
-                                mm.trans_b, True, True, mm.line) if mm.trans_a else
-                         MatMul(adjoint_name(mm.a), mm.a_dims, g, mm.out_dims, mm.b, mm.b_dims,
-                                False, not mm.trans_b, True, mm.line))
-        if mm.b in self.active:
-            nodes.append(MatMul(adjoint_name(mm.b), mm.b_dims, g, mm.out_dims, mm.a, mm.a_dims,
-                                True, mm.trans_a, True, mm.line) if mm.trans_b else
-                         MatMul(adjoint_name(mm.b), mm.b_dims, mm.a, mm.a_dims, g, mm.out_dims,
-                                not mm.trans_a, False, True, mm.line))
-        if not mm.accumulate:
-            zero = self.containers[g]
-            nodes += every_element(zero, lambda m: (Tasklet((), ((m, sp.Integer(0)),),
-                                                            mm.line),), mm.line)
+        nodes = list(node.vjp(Rules(self.active, ADJOINT, self.containers)))
+        for name in node.overwrites():
+            if name in self.active:
+                zero = self.containers[adjoint_name(name)]
+                nodes += every_element(zero, lambda m: (Tasklet((), ((m, sp.Integer(0)),),
+                                                                node.line),), node.line)
         return nodes
 
     def _map_as_loops(self, node):

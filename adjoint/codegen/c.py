@@ -26,7 +26,7 @@ import sympy as sp
 from sympy.printing.precedence import PRECEDENCE
 
 from ..sdfg.nodes import (ConditionalRegion, Guard, LoopRegion, MapScope, Pop, Push, Sequence,
-                          SEGMENT, MatMul, Memlet, State, Tasklet, as_reduction,
+                          SEGMENT, LibraryNode, Memlet, State, Tasklet, as_reduction,
                           condition_containers, divides, flag_symbol, guarded_branches,
                           index_loads, library_nodes, loops, regions, walk)
 from ..sdfg.visit import flattened
@@ -109,11 +109,6 @@ static inline void sc_share(int64_t n, int64_t *k0, int64_t *k1)
 #endif
 """
 
-BLAS_PROTOTYPE = """/* row-major cblas dgemm with 64-bit integers (OpenBLAS for Python packaging) */
-void {0}(int, int, int, int64_t, int64_t, int64_t, double, const double *, int64_t,
-         const double *, int64_t, double, double *, int64_t);
-#define sc_dgemm {0}
-"""
 BUFFERS = ("const int64_t *restrict sc_syms, void *const *restrict sc_data, "
            "double *restrict sc_tape, int64_t sc_tp, int64_t sc_cap")
 ARGS = BUFFERS + ", const volatile sig_atomic_t *sc_stop"      # an entry point's
@@ -264,16 +259,18 @@ class Layout:
         return {**names, **sizes}
 
 
-def generate_module(layout, entries, checks, counted=(), blas=None):
+def generate_module(layout, entries, checks, counted=(), library=None):
     """C source: the SDFGs of ``entries`` as entry points numbered in order and reached
     through ``sc_run(which, ...)``, and ``sc_check`` evaluating ``checks`` and writing
-    COUNTS numbers per SDFG of ``counted`` (the record SDFGs of the regions). ``blas``
-    names the cblas dgemm symbol matrix products call (None: generated loops)."""
+    COUNTS numbers per SDFG of ``counted`` (the record SDFGs of the regions).
+    ``library``: the linked BLAS/LAPACK (``runtime/blas.py``) library nodes call, with
+    the declarations they ask for (None: their loops)."""
     unbounded = any(not countable(r) for sdfg in entries for r in loops(sdfg.body))
-    gen = _Generator(layout, unbounded, blas and any(
-        True for sdfg in entries for _ in library_nodes(sdfg.body)))
+    nodes = [node for sdfg in entries for node in library_nodes(sdfg.body)]
+    gen = _Generator(layout, unbounded, library if nodes else None)
     head = [PREAMBLE, "#define SC_VALUE static inline\n" + PYTHON_SEMANTICS, CHECKED] + \
-        ([BLAS_PROTOTYPE.format(blas)] if gen.blas else [])
+        (list(dict.fromkeys(p for node in nodes for p in node.prototypes(library)))
+         if gen.library else [])
     head += [f"SC_LOCAL int64_t sc_entry{k}({ARGS});" for k in range(len(entries))]
     parts = [gen.entry(k, sdfg) for k, sdfg in enumerate(entries)]
     parts.append("\n".join([INTERRUPTS, _dispatcher(gen.polls), THREADS,
@@ -314,6 +311,7 @@ void sc_fill(void *dst, const void *src, int64_t bytes)
 
 
 INTERRUPTED = -4        # sc_run's status when Ctrl-C stopped the entry point
+FAILED = -16            # ... and FAILED - line when a library call at that line failed
 # Ctrl-C in compiled loops. While an entry point that polls runs with ``watch`` (on
 # Python's main thread, whose SIGINT handler raises KeyboardInterrupt: runtime/module.py),
 # SIGINT only sets sc_interrupted; loops that may run long test it (_Generator._poll) and
@@ -367,8 +365,8 @@ class _Generator:
     simd_sums = True        # innermost sum loops as `omp simd reduction` (C with OpenMP)
     slotted_tape = True     # flat loops push and pop at computed positions (see _slotted)
 
-    def __init__(self, layout, unbounded=False, blas=None):
-        self.layout, self.unbounded, self.blas = layout, unbounded, blas
+    def __init__(self, layout, unbounded=False, library=None):
+        self.layout, self.unbounded, self.library = layout, unbounded, library
         self.names = {**layout.names(), CHUNK[0]: "sc_k0", CHUNK[1]: "sc_k1"}
         self.value = CPrinter(self.names, load=self._load)
         self.index = CPrinter(self.names, index=True, load=self._load)
@@ -463,9 +461,9 @@ class _Generator:
                 continue
             for node in r.nodes:
                 for extra, inner in _leaves(node):
-                    if isinstance(inner, MatMul):
-                        m, k, n = (self.index.doprint(x) for x in inner.op_dims())
-                        self._in_context(around + extra, f"{work} += 2 * {m} * {k} * {n};")
+                    if isinstance(inner, LibraryNode):
+                        ops = " * ".join(self.index.doprint(x) for x in inner.work())
+                        self._in_context(around + extra, f"{work} += {ops};")
                     elif isinstance(inner, Push):
                         self._in_context(around + extra, f"{pushes} += 1;")
                     elif isinstance(inner, Tasklet):
@@ -1009,8 +1007,8 @@ class _Generator:
                     self._parallel_map(node, volume, worth)
             else:
                 self._map(node)
-        elif isinstance(node, MatMul):
-            self._matmul(node)
+        elif isinstance(node, LibraryNode):
+            node.emit(self)
         elif isinstance(node, Push):
             self._push(self.access(node.memlet))
         elif isinstance(node, Pop):
@@ -1233,28 +1231,14 @@ class _Generator:
         return sorted({m.data for t in node.body for m, _ in t.outputs
                        if m.wcr and self.shapes[m.data].is_scalar})
 
-    def _matmul(self, mm):
-        """BLAS dgemm when a BLAS library is linked, else a loop nest in i-k-j order."""
-        m, k, n = (self.index.doprint(x) for x in mm.op_dims())
-        lda, ldb = (self.index.doprint(d[1]) for d in (mm.a_dims, mm.b_dims))
-        ldc = self.index.doprint(mm.out_dims[1])
-        a, b, c = (identifier("v_", x) for x in (mm.a, mm.b, mm.out))
-        beta = "1.0" if mm.accumulate else "0.0"
-        if self.blas:
-            self.emit(f"sc_dgemm(101, {112 if mm.trans_a else 111}, {112 if mm.trans_b else 111}, "
-                      f"{m}, {n}, {k}, 1.0, {a}, {lda}, {b}, {ldb}, {beta}, {c}, {ldc});")
-            return
-        at = f"{a}[sc_k * {lda} + sc_i]" if mm.trans_a else f"{a}[sc_i * {lda} + sc_k]"
-        bt = f"{b}[sc_j * {ldb} + sc_k]" if mm.trans_b else f"{b}[sc_k * {ldb} + sc_j]"
-        self.open(f"for (int64_t sc_i = 0; sc_i < {m}; ++sc_i)")
-        if not mm.accumulate:
-            self.emit(f"for (int64_t sc_j = 0; sc_j < {n}; ++sc_j) {c}[sc_i * {ldc} + sc_j] = 0.0;")
-        self.open(f"for (int64_t sc_k = 0; sc_k < {k}; ++sc_k)")
-        self.emit(f"const double sc_a = {at};")
-        self.emit(f"for (int64_t sc_j = 0; sc_j < {n}; ++sc_j) "
-                  f"{c}[sc_i * {ldc} + sc_j] += sc_a * {bt};")
-        self.close()
-        self.close()
+    def pointer(self, name):
+        """The C pointer to container ``name``'s elements (what library nodes emit with)."""
+        return identifier("v_", name)
+
+    def fail(self, line):
+        """The C statement ending the entry point because a library call at ``line``
+        failed (a matrix not positive definite, singular): status FAILED - line."""
+        return f"return {FAILED - int(line)};"
 
     def _load(self, name, subset):
         return self.access(Memlet(name, tuple(subset)))
@@ -1291,8 +1275,8 @@ def _on_data(condition, containers):
 
 
 def _holds_nest(region):
-    """Whether a region holds a loop, a map or a matrix product."""
-    return any(isinstance(node, (MapScope, MatMul)) or
+    """Whether a region holds a loop, a map or a library node."""
+    return any(isinstance(node, (MapScope, LibraryNode)) or
                any(isinstance(r, LoopRegion) for r in context) for node, context in walk(region))
 
 

@@ -31,9 +31,9 @@ import sympy as sp
 
 from ..analysis.dependence import countable, trips_taped
 from ..analysis.device import distributed, has_kernels, kernel_nest, map_atomics, map_pushes
-from ..sdfg.nodes import (ConditionalRegion, LoopRegion, MapScope, MatMul, Pop, Push, SEGMENT,
+from ..sdfg.nodes import (ConditionalRegion, LibraryNode, LoopRegion, MapScope, Pop, Push, SEGMENT,
                           Sequence, State, Tasklet, flag_symbol, loops, walk)
-from .c import ARGS, C_TYPES, INTERRUPTED, INTERRUPTS, _Generator, _dispatcher
+from .c import ARGS, C_TYPES, FAILED, INTERRUPTED, INTERRUPTS, _Generator, _dispatcher
 from .cuda_preamble import preamble
 from .printer import c_name, identifier, spelling
 
@@ -98,8 +98,8 @@ def _writes(layout, entries, prefix):
                             for m, _ in t.outputs}
             elif isinstance(node, Pop):
                 written.add(node.memlet.data)
-            elif isinstance(node, MatMul):
-                written.add(node.out)
+            elif isinstance(node, LibraryNode):
+                written |= set(node.writes())
         rows.append("{" + ", ".join("1" if n in written else "0" for n in names) + "}")
     width = max(len(names), 1)
     table = ",\n    ".join(r if r != "{}" else "{0}" for r in rows) or "{0}"
@@ -124,6 +124,11 @@ class _Device(_Generator):
         super().__init__(layout, unbounded, None)
         self.in_parallel = True         # no OpenMP; maps inside kernels are loops
         self.tape, self.slot = None, 0
+
+    def fail(self, line):
+        """A failed library call in a kernel of one thread: its line noted for the host
+        code after the launch (FAILS), the kernel ended."""
+        return f"{{ *sc_fail_line = {int(line)}; return; }}"
 
     def _push(self, value):
         if self.tape is None:
@@ -156,6 +161,27 @@ class _Device(_Generator):
             super()._write(m, value)
 
 
+# Only in modules with library calls that can fail (a factorisation in a kernel of one
+# thread): the kernel notes the failing line in device memory, the host code after the
+# launch reads it and returns the status C's entries return (codegen.c: FAILED - line).
+FAILS = r"""static int64_t *sc_fail_line = NULL;    /* the line of a failed library call, or 0 */
+static int64_t sc_fail_init(void)
+{
+    if (sc_fail_line) return 0;
+    SC_TRY(cudaMalloc((void **)&sc_fail_line, sizeof(int64_t)));
+    SC_TRY(cudaMemset(sc_fail_line, 0, sizeof(int64_t)));
+    return 0;
+}
+static int64_t sc_fail_check(void)      /* the line noted (then cleared), or -3 */
+{
+    int64_t line = 0;
+    SC_TRY(cudaMemcpy(&line, sc_fail_line, sizeof line, cudaMemcpyDeviceToHost));
+    if (line) SC_TRY(cudaMemset(sc_fail_line, 0, sizeof line));
+    return line;
+}
+"""
+
+
 class _Module:
     """Generates the entries of one module; collects its kernels and launch plan."""
 
@@ -164,6 +190,7 @@ class _Module:
         self.kernels, self.plan = [], []
         self.polls = []         # per entry: whether its host code polls for Ctrl-C
         self.max_sums = 1
+        self.fails = False      # whether a kernel may note a failed library call (FAILS)
 
     def declarations(self):
         nc, ns = max(len(self.layout.containers), 1), len(self.layout.symbols)
@@ -182,7 +209,7 @@ class _Module:
                 "sizeof(double)));\n"
                 "    SC_TRY(cudaMalloc((void **)&sc_st, sizeof(sc_tape_state)));\n"
                 "    SC_TRY(cudaMemset(sc_st, 0, sizeof(sc_tape_state)));\n"
-                "    return 0;\n}\n")
+                "    return 0;\n}\n") + (FAILS if self.fails else "")
 
     def entry(self, k, sdfg):
         host = _Host(self, sdfg)
@@ -258,7 +285,8 @@ def _items(region):
 
 
 def _line(item):
-    if isinstance(item, (LoopRegion, ConditionalRegion, MapScope, MatMul, Tasklet, Push, Pop)):
+    if isinstance(item, (LoopRegion, ConditionalRegion, MapScope, LibraryNode, Tasklet, Push,
+                         Pop)):
         if item.line:
             return item.line
     for node, _ in walk(item if isinstance(item, (Sequence, State, LoopRegion,
@@ -319,8 +347,8 @@ class _Host(_Generator):
     def _kernel_item(self, item):
         if isinstance(item, MapScope):
             self._map_kernel(item)
-        elif isinstance(item, MatMul):
-            self._matmul(item)
+        elif isinstance(item, LibraryNode):
+            item.emit_cuda(self)
         elif isinstance(item, LoopRegion) and item.parallel:
             self._loop_kernel(item)
         elif isinstance(item, LoopRegion):
@@ -388,7 +416,7 @@ class _Host(_Generator):
             return
         dev = self._device(self.host_vars)
         for item in run:
-            if isinstance(item, (Tasklet, MapScope, MatMul, Push, Pop)):
+            if isinstance(item, (Tasklet, MapScope, LibraryNode, Push, Pop)):
                 dev.node(item)
             else:
                 dev.region(item)
@@ -402,12 +430,21 @@ class _Host(_Generator):
             if self.unbounded:
                 head.append("    if (sc_st->overflow) return;")
             head.append("    int64_t sc_tp = sc_st->tp;")
-        text = "\n".join([f"static __global__ void @NAME@(const sc_env sc_e{self._params()})",
+        fails = re.search(r"\bsc_fail_line\b", body) is not None    # _Device.fail
+        text = "\n".join([f"static __global__ void @NAME@(const sc_env sc_e{self._params()}"
+                           + (", int64_t *sc_fail_line" if fails else "") + ")",
                           "{", *self._kernel_unpack(body), *head, body]
                          + (["    sc_st->tp = sc_tp;"] if tape else []) + ["}", ""])
         name = self.module.kernel(text)
-        self.emit(f"SC_LAUNCH({name}, dim3(1), dim3(1), sc_e{self._args()});")
+        if fails:
+            self.module.fails = True
+            self.emit("SC_OK(sc_fail_init());")
+        self.emit(f"SC_LAUNCH({name}, dim3(1), dim3(1), sc_e{self._args()}"
+                  + (", sc_fail_line" if fails else "") + ");")
         self.emit("SC_TRY(cudaGetLastError());")
+        if fails:
+            self.emit(f"{{ const int64_t sc_line = sc_fail_check(); if (sc_line < 0) return -3; "
+                      f"if (sc_line > 0) return {FAILED} - sc_line; }}")
         what = "statements" if len(run) > 1 else _describe(run[0])
         self.module.plan.append(f"  line {_line(run[0])}: {what} -> {name}, one GPU thread")
 
@@ -555,25 +592,6 @@ class _Host(_Generator):
             dev.emit(f"const int64_t sc_j{k} = sc_rest % sc_n{k}; sc_rest /= sc_n{k};")
             names.append(f"sc_j{k}")
         return list(reversed(names)) + ["sc_ky", "sc_kx"]
-
-    def _matmul(self, mm):
-        m, k, n = (self.index.doprint(x) for x in mm.op_dims())
-        lda, ldb = (self.index.doprint(d[1]) for d in (mm.a_dims, mm.b_dims))
-        ldc = self.index.doprint(mm.out_dims[1])
-        index = {c.name: j for j, c in enumerate(self.layout.containers)}
-        c, a, b = (f"(double *)sc_data[{index[x]}]" for x in (mm.out, mm.a, mm.b))
-        self.open("")
-        self.emit(f"const int64_t sc_m = {m}, sc_n = {n};")
-        self.open("if (sc_m > 0 && sc_n > 0)")
-        self.emit("dim3 sc_grid, sc_block;")
-        self.emit("sc_config(sc_n, sc_m, 1, sc_max_blocks, &sc_grid, &sc_block);")
-        self.emit(f"SC_LAUNCH(sc_matmul, sc_grid, sc_block, {c}, {a}, {b}, sc_m, sc_n, {k}, "
-                  f"{lda}, {ldb}, {ldc}, {int(mm.trans_a)}, {int(mm.trans_b)}, "
-                  f"{int(mm.accumulate)});")
-        self.emit("SC_TRY(cudaGetLastError());")
-        self.close()
-        self.close()
-        self.plan(mm, "-> sc_matmul (matrix product), one thread per element")
 
 
 def cuda_source(layout, entries, checks, counted=(), emulate=False, prefix=""):

@@ -11,7 +11,7 @@ import math
 import numpy as np
 import sympy as sp
 
-from .array_reductions import mean, reduction, variance
+from .array_reductions import covariance, mean, reduction, variance
 from .array_shapes import (ArrayExpr, broadcast_to, constant, flip, fmt_shape, number, remap,
                            reshape, same_size, subscript, transpose, truth, volume,
                            without_view)
@@ -57,6 +57,9 @@ def call(b, node):
         module = b.ex._module(func.value)
         if module is np:
             return _numpy(b, node, func.attr)
+        if isinstance(func.value, ast.Attribute) and func.value.attr == "linalg" and \
+                b.ex._module(func.value.value) is np:
+            return _linalg(b, node, func.attr)
         if ufunc_method(b.ex, func):
             return _ufunc_method(b, node, func.value.attr, func.attr)
         if module is math:
@@ -71,6 +74,16 @@ def call(b, node):
     if name in SCALAR_BUILTINS:
         return _scalar_only(b, node, f"{name}()", SCALAR_BUILTINS[name])
     return None
+
+
+def _linalg(b, node, name):
+    """``np.linalg.<name>(...)``: the library node registered for it (adjoint/library)."""
+    from ..library import NUMPY_LINALG
+    if name not in NUMPY_LINALG:
+        raise b.src.error(node, f"np.linalg.{name} is not supported (supported: "
+                                f"{', '.join(f'np.linalg.{n}' for n in sorted(NUMPY_LINALG))})")
+    handler, names = NUMPY_LINALG[name]
+    return handler(b, node, bind(b, node, node.args, names))
 
 
 def _numpy(b, node, name):
@@ -811,6 +824,20 @@ def _reduce(kind):
     return handler
 
 
+def _cov(b, node, args):
+    """``np.cov(m, rowvar=True, bias=False, ddof=None)`` of one array (no ``y``, no weights)."""
+    if args.get("y") is not None and not (isinstance(args["y"], ast.Constant) and
+                                          args["y"].value is None):
+        raise b.src.error(node, "np.cov of two arrays is not supported: stack them first")
+    ddof = args.get("ddof")
+    if ddof is None or isinstance(ddof, ast.Constant) and ddof.value is None:
+        ddof = 0 if _flag(b, args, "bias") else 1
+    else:
+        ddof = _constant_int(b, ddof)
+    return covariance(b, node, b.expr(_required(b, node, args, "m")),
+                      _flag(b, args, "rowvar", True), ddof)
+
+
 def _masked_reduction(b, node, kind, args, values, mask):
     """A reduction of the elements a mask selects: the others count as the reduction's
     identity (a sum's 0, a product's 1); a mean divides by how many there are (nan for
@@ -885,6 +912,7 @@ NUMPY = {
     "all": (_reduce("all"), REDUCE_ARGS, ("keepdims",)),
     "var": (_reduce("var"), REDUCE_ARGS, REDUCE_KEYWORDS),
     "std": (_reduce("std"), REDUCE_ARGS, REDUCE_KEYWORDS),
+    "cov": (_cov, ("m", "y", "rowvar", "bias", "ddof"), ()),
     "dot": (_matmul, ("a", "b"), ()),
     "matmul": (_matmul, ("a", "b"), ()),
     "outer": (_outer, ("a", "b"), ()),

@@ -19,7 +19,8 @@ import ast
 
 import sympy as sp
 
-from ..sdfg import MatMul, State
+from ..library.matmul import MatMul
+from ..sdfg import State
 from ..sdfg import arithmetic as fp
 from .array_shapes import (AXES, ONE, ArrayExpr, broadcast_to, fmt_shape, number, reshape,
                            transpose)

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Optional
 
-from ..sdfg import MatMul, Sequence, State
+from ..sdfg import LibraryNode, Sequence, State
 from ..sdfg.nodes import regions, tasklets
 from .array_shapes import MaskValue, View, ViewValue, number
 from .expressions import DataValue
@@ -412,14 +412,14 @@ def _written_in_place(tree):
 
 
 def _reads(node):
-    if isinstance(node, MatMul):
-        return {node.a, node.b} | ({node.out} if node.accumulate else set())
+    if isinstance(node, LibraryNode):
+        return set(node.reads())
     return {m.data for t, _, _ in tasklets(State((node,), "")) for _, m in t.inputs}
 
 
 def _writes_node(node):
-    if isinstance(getattr(node, "out", None), str):
-        return {node.out}
+    if isinstance(node, LibraryNode):
+        return set(node.writes())
     return {m.data for t, _, _ in tasklets(State((node,), "")) for m, _ in t.outputs}
 
 

@@ -36,7 +36,7 @@ import sympy as sp
 from ..errors import KernelSyntaxError
 from ..sdfg import (ConditionalRegion, Container, LoopRegion, MapScope, Memlet, Sequence,
                     State, Tasklet)
-from ..sdfg.nodes import tasklets, walk
+from ..sdfg.nodes import library_nodes, tasklets
 from ..types import ArrayType
 from .array_shapes import ArrayExpr, MaskValue, View, ViewValue, fmt_shape, number, \
     without_view
@@ -582,8 +582,7 @@ def _rename(tree, params, taken, kernel):
 def _written(region):
     """Containers a region writes (tasklets, maps and library nodes)."""
     out = {m.data for t, _, _ in tasklets(region) for m, _ in t.outputs}
-    return out | {node.out for node, _ in walk(region) if isinstance(getattr(node, "out", None),
-                                                                        str)}
+    return out | {name for node in library_nodes(region) for name in node.writes()}
 
 
 def _relocate(region, line):

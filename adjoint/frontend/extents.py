@@ -20,7 +20,7 @@ import sympy as sp
 
 from ..analysis.bounds import minimum
 from ..errors import KernelSyntaxError
-from ..sdfg import LoopRegion, MapScope, MatMul, Sequence, State, Tasklet
+from ..sdfg import LibraryNode, LoopRegion, MapScope, Sequence, State, Tasklet
 from ..sdfg.nodes import walk
 from .array_shapes import fmt_shape
 
@@ -122,7 +122,7 @@ def _error(sdfg, line, container, what):
 
 def _touched(node):
     """The containers a dataflow node of the frontend's SDFG reads or writes."""
-    if isinstance(node, MatMul):
-        return {node.out, node.a, node.b}
+    if isinstance(node, LibraryNode):
+        return set(node.reads()) | set(node.writes())
     nodes = node.body if isinstance(node, MapScope) else (node,)
     return {m.data for t in nodes for m in [m for _, m in t.inputs] + [m for m, _ in t.outputs]}

@@ -24,6 +24,7 @@ import threading
 import cffi
 import numpy as np
 
+from ..codegen.c import FAILED
 from ..errors import CompileError, DeviceError
 from .build import Toolchain, build_module
 from .module import interrupted, watch_interrupts
@@ -318,7 +319,7 @@ class CudaModule:
         with _lock:
             end = interrupted(self.lib.sc_run(entry, _ptr("int64_t *", syms), data, tape_ptr,
                                               tape_position, capacity, watch_interrupts()))
-        if end <= -2:
+        if FAILED < end <= -2:          # FAILED and below: the caller raises LinAlgError
             why = ffi.string(self.lib.sc_error()).decode() if end == -3 else \
                 f"no entry point {entry}"
             base = str(self.path)[:-len(LIBRARY_SUFFIX)]

@@ -4,7 +4,7 @@ All nodes are frozen dataclasses; passes build new graphs instead of mutating.
 Index expressions and tasklet bodies are sympy expressions.
 
 Identity and equality: what occurs in a program -- the statements (``Tasklet``,
-``MapScope``, ``MatMul``, ``Push``, ``Pop``), the regions (``State``, ``Sequence``,
+``MapScope``, library nodes, ``Push``, ``Pop``), the regions (``State``, ``Sequence``,
 ``LoopRegion``, ``ConditionalRegion``) and the ``SDFG`` -- compares by identity
 (``eq=False``): a statement written twice is two statements even when its text, line
 and operands are equal, so passes key sets and dicts on the nodes themselves. A node
@@ -96,30 +96,70 @@ class MapScope:
     parallel: bool = False  # run with threads (analysis.parallel)
 
 
-@dataclass(frozen=True, eq=False)
-class MatMul:
-    """Library node ``out (+)= op(a) @ op(b)`` on whole float64 containers (BLAS gemm).
+class LibraryNode:
+    """A statement on whole containers that carries its own rules (``adjoint/library/``,
+    one file per kind): subclasses are frozen dataclasses (``eq=False``) with a ``line``
+    field, and every pass asks them through these methods instead of knowing the kind.
 
-    Each operand is seen as a row-major matrix of the stored ``(rows, cols)`` given
-    in its ``*_dims`` (a vector is a 1 x n row or an n x 1 column); ``trans_*``
-    transposes it. ``accumulate`` adds to ``out`` instead of overwriting it."""
-    out: str
-    out_dims: tuple
-    a: str
-    a_dims: tuple
-    b: str
-    b_dims: tuple
-    trans_a: bool = False
-    trans_b: bool = False
-    accumulate: bool = False
-    line: int = 0
+    ``accesses()``: (container, "read" | "write" | "sum") in the order the node makes them,
+    each access covering the whole container (``analysis/dependence.py``);
+    ``operands()``: (container, (rows, cols)) the node sees as row-major float64 matrices,
+    checked by ``sdfg/validate.py`` together with ``invalid()``; ``text()``: its line in the
+    text form; ``work()``: factors of its operation count (the plan's cost);
+    ``reverse_reads(active)``: the containers whose forward values its adjoint reads;
+    ``vjp(d)``/``jvp(d)``: its reverse and tangent rules as nodes (``library.base.Rules``);
+    ``prototypes(library)``/``emit(gen)``: the C declarations it needs from the linked
+    BLAS/LAPACK and its C (a library call, or loops when ``gen.library`` is None);
+    ``device_kernel``: whether CUDA runs it as kernels of its own (``emit_cuda(host)``)
+    rather than in the single thread of the statements around it (its loops)."""
+    kind = "library node"
+    device_kernel = False
 
-    def op_dims(self):
-        """(M, K, N) of the product op(a) (M x K) times op(b) (K x N)."""
-        (ar, ac), (br, bc) = self.a_dims, self.b_dims
-        m, k = (ac, ar) if self.trans_a else (ar, ac)
-        n = br if self.trans_b else bc
-        return m, k, n
+    def accesses(self):
+        raise NotImplementedError(self.kind)
+
+    def reads(self):
+        """Containers whose values the node reads (a sum reads its target)."""
+        return tuple(dict.fromkeys(n for n, k in self.accesses() if k != "write"))
+
+    def writes(self):
+        """Containers the node writes or sums into."""
+        return tuple(dict.fromkeys(n for n, k in self.accesses() if k != "read"))
+
+    def overwrites(self):
+        """Containers the node assigns (not sums into): their adjoint is zero before it."""
+        return tuple(dict.fromkeys(n for n, k in self.accesses() if k == "write"))
+
+    def operands(self):
+        raise NotImplementedError(self.kind)
+
+    def invalid(self, containers):
+        """What is wrong with the node beyond its operands' shapes (a message), or None."""
+        return None
+
+    def text(self):
+        raise NotImplementedError(self.kind)
+
+    def work(self):
+        raise NotImplementedError(self.kind)
+
+    def reverse_reads(self, active):
+        raise NotImplementedError(f"{self.kind} at line {self.line}: no reverse rule")
+
+    def vjp(self, d):
+        raise NotImplementedError(f"{self.kind} at line {self.line}: no reverse rule")
+
+    def jvp(self, d):
+        raise NotImplementedError(f"{self.kind} at line {self.line}: no tangent rule")
+
+    def prototypes(self, library):
+        return ()
+
+    def emit(self, gen):
+        raise NotImplementedError(f"{self.kind} at line {self.line}: no C emission")
+
+    def emit_cuda(self, host):
+        raise NotImplementedError(f"{self.kind} at line {self.line}: no CUDA kernel")
 
 
 @dataclass(frozen=True, eq=False)
@@ -136,7 +176,7 @@ class Pop:
     line: int = 0
 
 
-DataflowNode = Union[Tasklet, MapScope, MatMul, Push, Pop]
+DataflowNode = Union[Tasklet, MapScope, LibraryNode, Push, Pop]
 
 
 @dataclass(frozen=True, eq=False)
@@ -378,9 +418,9 @@ def every_element(container, make, line=0):
 
 
 def library_nodes(region):
-    """Yield every MatMul of a region in program order."""
+    """Yield every library node of a region in program order."""
     for node, _ in walk(region):
-        if isinstance(node, MatMul):
+        if isinstance(node, LibraryNode):
             yield node
 
 

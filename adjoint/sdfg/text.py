@@ -1,5 +1,5 @@
 """A readable text form of an SDFG (what ``explain()`` prints)."""
-from .nodes import (ConditionalRegion, LoopRegion, MapScope, MatMul, Pop, Push, Sequence, State,
+from .nodes import (ConditionalRegion, LibraryNode, LoopRegion, MapScope, Pop, Push, Sequence, State,
                     Tasklet)
 
 
@@ -50,11 +50,8 @@ def _node(node, depth, lines):
         lines.append(f"{pad}map [{rng}]:")
         for t in node.body:
             _node(t, depth + 1, lines)
-    elif isinstance(node, MatMul):
-        t = lambda x, flag: f"{x}.T" if flag else x     # noqa: E731
-        op = "+=" if node.accumulate else "="
-        lines.append(f"{pad}{node.out} {op} {t(node.a, node.trans_a)} @ {t(node.b, node.trans_b)}"
-                     f"    [matmul {' x '.join(map(str, node.op_dims()))}]")
+    elif isinstance(node, LibraryNode):
+        lines.append(f"{pad}{node.text()}")
     elif isinstance(node, Push):
         lines.append(f"{pad}push {node.memlet}")
     elif isinstance(node, Pop):

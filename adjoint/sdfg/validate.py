@@ -1,7 +1,7 @@
 """Structural checks run after every pass in the tests."""
 import sympy as sp
 
-from .nodes import (SEGMENT, THREADS, ConditionalRegion, LoopRegion, MapScope, MatMul, Pop,
+from .nodes import (SEGMENT, THREADS, ConditionalRegion, LibraryNode, LoopRegion, MapScope, Pop,
                     Push, Sequence, Tasklet, condition_containers, flag_symbol, tasklets, walk)
 
 
@@ -37,21 +37,31 @@ def validate(sdfg):
             _check_tasklet(sdfg, node, bound)
         elif isinstance(node, (Push, Pop)):
             _check_memlet(sdfg, node.memlet, bound)
-        elif isinstance(node, MatMul):
-            _check_matmul(sdfg, node, bound)
+        elif isinstance(node, LibraryNode):
+            _check_library(sdfg, node, bound)
     return sdfg
 
 
-def _check_matmul(sdfg, mm, bound):
-    for name, dims in ((mm.out, mm.out_dims), (mm.a, mm.a_dims), (mm.b, mm.b_dims)):
+def _check_library(sdfg, node, bound):
+    """Its operands are float64 containers its (rows, cols) cover, it writes none of
+    what it only reads (its reverse reads them after it), and its own rules hold."""
+    where = f"{node.kind} at line {node.line}"
+    for name, dims in node.operands():
         c = sdfg.containers.get(name)
         if c is None or c.dtype.name != "float64":
-            raise InvalidSDFG(f"matmul at line {mm.line}: {name} is not a float64 container")
+            raise InvalidSDFG(f"{where}: {name} is not a float64 container")
         if sp.simplify(dims[0] * dims[1] - c.volume()) != 0:
-            raise InvalidSDFG(f"matmul at line {mm.line}: dims {dims} do not cover {name}")
-        _check_symbols(dims, bound, f"matmul at line {mm.line}")
-    if len({mm.out, mm.a, mm.b}) < 3 and mm.out in (mm.a, mm.b):
-        raise InvalidSDFG(f"matmul at line {mm.line} writes an operand")
+            raise InvalidSDFG(f"{where}: dims {dims} do not cover {name}")
+        _check_symbols(dims, bound, where)
+    for name, _ in node.accesses():
+        if name not in sdfg.containers:
+            raise InvalidSDFG(f"{where}: no container {name}")
+    read = {n for n, k in node.accesses() if k == "read"}
+    if read & set(node.writes()):
+        raise InvalidSDFG(f"{where} writes an operand")
+    problem = node.invalid(sdfg.containers)
+    if problem:
+        raise InvalidSDFG(f"{where}: {problem}")
 
 
 def _check_tasklet(sdfg, t, bound):
