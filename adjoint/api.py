@@ -4,6 +4,7 @@ import inspect
 import math
 import re
 import types
+from dataclasses import replace
 
 import numpy as np
 import sympy as sp
@@ -15,7 +16,9 @@ from .errors import AdjointError, ArgumentError, BoundsError
 from .options import target
 from .sweep import Sweep
 from .frontend import RESULT, declared_types, read_source, type_of_value
-from .frontend.source import refuse_unreadable, with_defaults
+from .frontend.outside import HIDDEN, hidden_arrays
+from .frontend.source import check_parameters, decorated_source, function_tree, \
+    refuse_unreadable, with_defaults
 from .runtime.arguments import bind
 from .runtime.memory import BufferPool, HostMemory, on_device
 from .sdfg import to_text
@@ -31,11 +34,12 @@ class Kernel:
         self._declared = declared_types(func)
         self._parameters = tuple(inspect.signature(func).parameters.values())
         self._source = None
+        self._outside = None        # [(hidden argument, label, getter)]: outside.py
         self._specs = {}
 
     def __call__(self, *args, **kwargs):
         args = self.positional(args, kwargs)
-        spec = self.specialize(args)
+        spec, args = self.bound(args)
         syms, values = bind(spec.sdfg, args, spec.written_arrays)
         return spec.call(values, syms)
 
@@ -56,18 +60,35 @@ class Kernel:
     def specialize(self, args) -> "Specialization":
         """The compiled forward for the types of ``args`` (annotations where given); the
         parameters after them take their default values, constants of the specialisation."""
+        return self.bound(args)[0]
+
+    def bound(self, args):
+        """(the specialisation for ``args``, ``args`` followed by the arrays the kernel reads
+        from outside its body: hidden arguments, read again at every call)."""
         defaults = self._defaults(args)
         names = list(self._declared)[:len(args)]
         types = {n: self._declared[n] or type_of_value(n, v) for n, v in zip(names, args)}
+        if self._outside is None:
+            check_parameters(self.__wrapped__)
+            self._outside = _hidden_names(hidden_arrays(self.__wrapped__, _tree))
+        hidden = tuple(get() for _, _, get in self._outside)
+        for (name, label, _), value in zip(self._outside, hidden):
+            types[name] = type_of_value(f"outside_{label}", value, what=f"the array {label}")
         key = (target(),) + tuple((n, _type_key(t)) for n, t in types.items()) + \
             tuple((n, "=", type(v).__name__, repr(v)) for n, v in defaults.items())
         if key not in self._specs:
             if self._source is None:
-                self._source = read_source(self.__wrapped__)
+                func = self.__wrapped__
+                self._source = decorated_source(func) if hasattr(func, "__wrapped__") \
+                    else read_source(func)
             src = with_defaults(self._source, defaults) if defaults else self._source
+            src = replace(src, outside=tuple((n, v) for (n, _, _), v in zip(self._outside,
+                                                                            hidden)),
+                          renamed=src.renamed + tuple((label, n) for n, label, _
+                                                      in self._outside))
             fwd = pipeline.lower_forward(src, self.__name__, types)
             self._specs[key] = Specialization(fwd)
-        return self._specs[key]
+        return self._specs[key], tuple(args) + hidden
 
     def _defaults(self, args):
         """{parameter: default value} of the parameters ``args`` leaves out."""
@@ -100,10 +121,29 @@ class Kernel:
         return f"<adjoint.kernel {self.__name__}>"
 
 
+def _hidden_names(found):
+    """[(hidden argument, label, getter)]: ``__outside_<label>``, one name per array."""
+    out, taken = [], set()
+    for label, get in found:
+        name = HIDDEN + re.sub(r"\W", "_", label)
+        while name in taken:
+            name += "_"
+        taken.add(name)
+        out.append((name, label, get))
+    return out
+
+
+def _tree(func):
+    found = function_tree(func)
+    return None if found is None else found[0]
+
+
 def _run_as_python(func, *args, **kwargs):
     """Call the undecorated function with its size symbols bound to the arguments' sizes,
     so ``range(N)`` works in plain Python: the reference semantics of the kernel. The
     kernels it calls run as Python too."""
+    if inspect.ismethod(func):
+        return _run_as_python(func.__func__, func.__self__, *args, **kwargs)
     sizes = {}
     annotations = inspect.get_annotations(func, eval_str=True)
     given = inspect.signature(func).bind(*args, **kwargs)     # kernels calling kernels
@@ -148,7 +188,8 @@ class Specialization:
         self.pool = BufferPool()        # host buffers a finished gradient call gave back
         self.transients = BufferPool()  # those of the last forward call
         self.floating = [a.name for a in self.sdfg.arguments
-                         if a.kind == "float" or (a.kind == "array" and a.dtype.kind == "f")]
+                         if (a.kind == "float" or (a.kind == "array" and a.dtype.kind == "f"))
+                         and not a.name.startswith(HIDDEN)]
         written = written_containers(self.sdfg)     # tasklets, maps and matrix products
         self.written_arrays = [a.name for a in self.sdfg.arguments
                                if a.kind == "array" and a.name in written]
@@ -356,7 +397,7 @@ def value_and_grad(k: Kernel, wrt, memory_budget=None, policy=None, snapshots=No
     plan = dict(budget=memory_budget, policy=policy, snapshots=snapshots)
 
     def run(*args, _value=True):
-        spec = k.specialize(args)
+        spec, args = k.bound(args)
         names = _check_wrt(k, spec, wrt)
         sweep = Sweep(spec, spec.backward(names, {RESULT}), args, run_forward=_value, **plan)
         cot = sweep.reverse({RESULT: 1.0}, wanted=names)
@@ -386,7 +427,7 @@ def vjp(k: Kernel, *args, memory_budget=None, policy=None, snapshots=None):
     ``"return1"``, ...), maps every floating argument to its cotangent at entry, at the
     values of this call (what it reads of the caller's arrays is copied)."""
     k = kernel(k)
-    spec = k.specialize(args)
+    spec, args = k.bound(args)
     outputs = set(spec.written_arrays) | set(spec.sdfg.returns)
     sweep = Sweep(spec, spec.backward(spec.floating, outputs), args, reusable=True,
                   budget=memory_budget, policy=policy, snapshots=snapshots)
@@ -461,8 +502,7 @@ def jvp(k: Kernel, primals, tangents):
     directional derivatives. The caller's arrays are not modified.
     """
     k = kernel(k)
-    primals = tuple(primals)
-    spec = k.specialize(primals)
+    spec, primals = k.bound(tuple(primals))
     unknown = set(tangents) - set(spec.floating)
     if unknown:
         raise ArgumentError(f"tangents given for {sorted(unknown)}, but the floating arguments "

@@ -25,6 +25,7 @@ see :func:`lower_return`.
 import ast
 import copy
 import inspect
+import math
 import sys
 import weakref
 from dataclasses import dataclass, replace
@@ -43,7 +44,9 @@ from .array_shapes import ArrayExpr, MaskValue, View, ViewValue, fmt_shape, numb
 from .array_stores import store, tasklet_body, temporary
 from .expressions import DataValue, ExpressionBuilder, IntValue
 from .locals import classify_locals
-from .source import read_source, register_source
+from .outside import MATH_NAME, NUMPY_NAME, as_library_calls, bind_arrays, \
+    library_function
+from .source import function_tree, is_registered, read_source, register_source
 
 FLOAT64 = np.dtype(np.float64)
 
@@ -133,21 +136,24 @@ def _as_kernel(func):
     return _KERNELS[func]
 
 
+def is_function(value):
+    """A value that is a function to the engine: a kernel or a plain function."""
+    from ..api import Kernel
+    return isinstance(value, Kernel) or _plain_function(value)
+
+
 def _plain_function(target):
-    """A ``def`` of the user's program with readable source: not a lambda, not NumPy's,
-    SciPy's or the standard library's own Python functions (those are the language's
-    functions, or unsupported)."""
-    if not inspect.isfunction(target) or target.__name__ == "<lambda>" or \
-            hasattr(target, "__wrapped__"):                     # decorated: see the hint
+    """A function of the user's program with readable source (a ``def``, a lambda, a bound
+    method, a decorator's wrapper): not NumPy's, SciPy's or the standard library's own
+    Python functions (those are the language's functions, or unsupported)."""
+    if not (inspect.isfunction(target) or inspect.ismethod(target)):
         return False
+    if is_registered(target):
+        return True
     module = (getattr(target, "__module__", None) or "").split(".")[0]
     if module in LIBRARIES or module in sys.stdlib_module_names:
         return False
-    try:
-        inspect.getsource(target)
-    except (OSError, TypeError):
-        return False
-    return True
+    return function_tree(target) is not None
 
 
 LIBRARIES = {"numpy", "scipy", "sympy", "adjoint"}
@@ -156,12 +162,18 @@ LIBRARIES = {"numpy", "scipy", "sympy", "adjoint"}
 def plain_function_hint(kernel, node):
     """For a call to a Python function that cannot be inlined: why."""
     func = node.func if isinstance(node, ast.Call) else None
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and \
+            func.value.id in (NUMPY_NAME, MATH_NAME):           # imported by name
+        return (f"; `{func.attr}` has no Python source the engine can read (a builtin, a "
+                "C extension or a library function): only Python functions defined in your "
+                "program are inlined")
     if not isinstance(func, ast.Name) or func.id in kernel.scope:
         return ""
     if hasattr(kernel.src.globals.get(func.id), "__wrapped__"):
-        return (f"; `{func.id}` is wrapped by a decorator, and the engine would compile the "
-                "function inside without what the decorator does: call the undecorated "
-                "function, or write the decorator's work into the kernel")
+        return (f"; `{func.id}` is wrapped by a decorator whose wrapper has no Python "
+                "source, and the engine would compile the function inside without what "
+                "the decorator does: call the undecorated function, or write the "
+                "decorator's work into the kernel")
     if callable(kernel.src.globals.get(func.id)):
         return (f"; `{func.id}` has no Python source the engine can read (a builtin, a C "
                 "extension or a library function): only Python functions defined in your "
@@ -355,12 +367,19 @@ class _Inliner:
         src = read_source(self.func)
         self._check_recursion(src)
         params = self._bind_parameters()
+        src, params = _forwarded(src, params)
+        functions = {p: f for p, f in ((p, self._function(a)) for p, a in params.items())
+                     if f is not None}
         tree, renamed = _rename(src.tree, params, self._taken(src.tree), self.kernel)
-        callee_src = replace(src, tree=tree, renamed=tuple(renamed.items()))
+        tree, names = as_library_calls(tree, {renamed[p]: f for p, f in functions.items()})
+        callee_src = replace(src, tree=tree, renamed=src.renamed + tuple(renamed.items()),
+                             globals={**src.globals, **names})
+        params = {p: a for p, a in params.items() if p not in functions}
         containers_before = set(self.kernel.containers)
         self.assigned = {n.id for n in ast.walk(src.tree)
                          if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
         scope = self._arguments(params, renamed)
+        bind_arrays(self.kernel, callee_src, scope)
         body, results = self._lower_body(callee_src, scope)
         self._check_effects(body, containers_before)
         return self.prelude + [_relocate(body, self.line)], results
@@ -391,7 +410,7 @@ class _Inliner:
                 any(k.arg is None for k in node.keywords):
             raise self.caller.error(node, f"`{_short(node)}`: *args and **kwargs in calls are "
                                           "not supported; pass each argument")
-        sig = inspect.signature(self.func)
+        sig = inspect.signature(self.func, follow_wrapped=False)    # a wrapper's own
         try:
             bound = sig.bind(*node.args, **{k.arg: k.value for k in node.keywords})
         except TypeError as exc:
@@ -400,13 +419,37 @@ class _Inliner:
         bound.apply_defaults()
         out = {}
         for pname, value in bound.arguments.items():
-            if not isinstance(value, ast.AST):
+            if sig.parameters[pname].kind in (inspect.Parameter.VAR_POSITIONAL,
+                                              inspect.Parameter.VAR_KEYWORD) or \
+                    is_function(value):
+                out[pname] = value          # *args, **kwargs; a function as a default
+            elif not isinstance(value, ast.AST):
                 if isinstance(value, bool) or not isinstance(value, (int, float)):
                     raise self.caller.error(node, f"`{_short(node)}`: the default value "
                                                   f"{value!r} of {pname!r} is not a number")
                 value = ast.copy_location(ast.Constant(value), node)
             out[pname] = value
         return out
+
+    def _function(self, arg):
+        """The function an argument is, or None: a lambda written in the call (a function
+        of the caller's body), a name of a function (the caller's, the program's, a
+        kernel), or a function-valued default."""
+        if is_function(arg):
+            return arg
+        if isinstance(arg, ast.Lambda):
+            self.kernel._counter += 1
+            return local_function(self.kernel, arg, f"lambda_{self.kernel._counter}")
+        if isinstance(arg, ast.Name) and arg.id not in self.kernel.scope:
+            value = self.caller.globals.get(arg.id)
+            if is_function(value) or library_function(value):
+                return value
+        if isinstance(arg, ast.Attribute) and isinstance(arg.value, ast.Name) and \
+                arg.value.id not in self.kernel.scope:       # np.sin, math.exp
+            module = self.caller.globals.get(arg.value.id)
+            if module in (np, math) and library_function(getattr(module, arg.attr, None)):
+                return getattr(module, arg.attr)
+        return None
 
     def _taken(self, tree):
         names = set(self.kernel.containers) | set(self.kernel.scope)
@@ -422,7 +465,7 @@ class _Inliner:
         b = ArrayBuilder(ExpressionBuilder(self.kernel, self.kernel.scope))
         scope = {f"<caller {k}>": v for k, v in self.kernel.scope.items()
                  if isinstance(v, IntValue)}         # keeps the caller's views in scope
-        declared = self.callee._declared
+        declared = {} if hasattr(self.func, "__wrapped__") else self.callee._declared
         sizes = {}
         for pname, arg in params.items():
             scope[renamed[pname]] = self._argument(b, pname, renamed[pname],
@@ -551,6 +594,51 @@ class _Inliner:
 
 
 # ---- helpers --------------------------------------------------------------------------------
+def _forwarded(src, params):
+    """A callee with ``*args``/``**kwargs`` (a decorator's wrapper forwarding them) as one
+    with a parameter per value the call gives them, each forwarded where the body writes
+    ``*args``/``**kwargs`` in a call; other uses of them are refused naming the line."""
+    args = src.tree.args
+    star = args.vararg.arg if args.vararg else None
+    stars = args.kwarg.arg if args.kwarg else None
+    if star is None and stars is None:
+        return src, params
+    given = params.pop(star, ()) if star else ()
+    named = params.pop(stars, {}) if stars else {}
+    extra = {f"{star}_{k}": v for k, v in enumerate(given)}
+    extra.update({f"{stars}_{k}": v for k, v in named.items()})
+    tree = copy.deepcopy(src.tree)
+
+    class Forward(ast.NodeTransformer):
+        def visit_Call(self, node):
+            self.generic_visit(node)
+            out = []
+            for a in node.args:
+                if isinstance(a, ast.Starred) and isinstance(a.value, ast.Name) and \
+                        a.value.id == star:
+                    out += [ast.Name(f"{star}_{k}", ast.Load()) for k in range(len(given))]
+                else:
+                    out.append(a)
+            keywords = []
+            for k in node.keywords:
+                if k.arg is None and isinstance(k.value, ast.Name) and k.value.id == stars:
+                    keywords += [ast.keyword(n, ast.Name(f"{stars}_{n}", ast.Load()))
+                                 for n in named]
+                else:
+                    keywords.append(k)
+            node.args, node.keywords = out, keywords
+            return node
+    tree = Forward().visit(tree)
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name) and n.id in (star, stars):
+            raise src.error(n, f"`{n.id}` ({'*' if n.id == star else '**'}{n.id}) is used "
+                               "other than forwarded to a call (`f(x, *args, **kwargs)`), "
+                               "which kernels do not support")
+    tree.args = ast.arguments(args.posonlyargs, args.args + [ast.arg(n) for n in extra],
+                              None, args.kwonlyargs, args.kw_defaults, None, [])
+    return replace(src, tree=ast.fix_missing_locations(tree)), {**params, **extra}
+
+
 def _where(src):
     """Where a function's ``def`` is (a function defined in a kernel shares its source)."""
     return src.filename, src.first_line + src.tree.lineno - 1

@@ -20,6 +20,7 @@ from ..sdfg import arithmetic as fp
 from .expressions import DataValue, ExpressionBuilder, IntValue
 from .locals import classify_locals
 from .loops import LoopLowering
+from .outside import bind_arrays
 
 RESULT = "__return"
 AUG_OPS = {ast.Add: fp.add, ast.Sub: fp.sub, ast.Mult: fp.mul, ast.Div: fp.div}
@@ -47,9 +48,11 @@ class KernelBuilder(LoopLowering):
 
     # ---- arguments ------------------------------------------------------------------
     def _bind_arguments(self, types):
-        for arg in self.src.tree.args.args:
-            name, t = arg.arg, types[arg.arg]
-            self._check_name(arg, name)
+        hidden = [(None, name) for name, _ in self.src.outside]     # arrays from outside
+        for arg, name in [(a, a.arg) for a in self.src.tree.args.args] + hidden:
+            t = types[name]
+            if arg is not None:
+                self._check_name(arg, name)
             if isinstance(t, ArrayType):
                 for size in t.shape:
                     for s in sorted(size.free_symbols, key=str):
@@ -75,6 +78,8 @@ class KernelBuilder(LoopLowering):
         for c in list(self.containers.values()):
             if c.dtype.kind == "i":       # index arrays: their value range, for bounds checks
                 self.symbols += list(value_range(c.name))
+        self.outside = {id(value): self.scope[name] for name, value in self.src.outside}
+        bind_arrays(self, self.src, self.scope)
 
     def _check_name(self, node, name):
         if name.startswith("__") or not name.isascii():
@@ -92,6 +97,7 @@ class KernelBuilder(LoopLowering):
         body = self.block(self.src.tree.body, top=True)
         self.binds.check_aliases(self.src, body)
         self._check_integer_arrays_are_read_only(body)
+        self._check_outside_read_only(body)
         self._check_values_are_real(body)
         return SDFG(self.name, tuple(self.arguments), dict(self.containers),
                     tuple(self.symbols), body, self.result, self.src.filename,
@@ -133,6 +139,22 @@ class KernelBuilder(LoopLowering):
                     raise KernelSyntaxError(f"integer or boolean array {m.data!r} is written; "
                                             "index arrays and masks are read-only in kernels",
                                             self.src.filename, t.line, 1)
+
+    def _check_outside_read_only(self, body):
+        """Arrays from outside the body (hidden arguments) are read, never written: the
+        caller would not see that its module's or object's array changed."""
+        names = {name for name, _ in self.src.outside}
+        labels = {engine: label for label, engine in self.src.renamed}
+        written = [(t.line, m.data) for t, _, _ in tasklets(body) for m, _ in t.outputs]
+        written += [(n.line, n.out) for n, _ in walk(body) if isinstance(getattr(n, "out", None),
+                                                                         str)]
+        for line, data in written:
+            if data in names:
+                raise KernelSyntaxError(f"{labels.get(data, data)!r} is an array from "
+                                        "outside the kernel (a module-level array or an "
+                                        "object's attribute) and is written here; kernels "
+                                        "only read such arrays: pass it as an argument to "
+                                        "write it", self.src.filename, line, 1)
 
     def block(self, stmts, top=False):
         elements, mark = [], self.binds.mark()

@@ -1,0 +1,263 @@
+"""Values from outside a kernel's body (issue 20): functions as values (lambdas passed to
+helpers, function-valued defaults, nested functions and closures), decorated functions
+(compiled with their wrapper), bound methods of model objects (``self``'s attributes), and
+module-level arrays and NumPy functions imported by name. Each is checked forward against
+the function run as Python and in reverse and forward mode against central differences."""
+import functools
+
+import numpy as np
+import pytest
+from numpy import tanh, zeros
+
+from adjoint import kernel
+from adjoint.errors import KernelSyntaxError
+from kernel_testing import check_vjp_and_jvp, rng_for
+
+FORCE = 8.0
+
+
+# ---- functions as values --------------------------------------------------------------------
+def l96_dxdt(x):
+    return (np.roll(x, -1) - np.roll(x, 2)) * np.roll(x, 1) - x + FORCE
+
+
+def rk4(f, x, t, dt):
+    k1 = dt * f(x, t)
+    k2 = dt * f(x + k1 / 2, t + dt / 2)
+    k3 = dt * f(x + k2 / 2, t + dt / 2)
+    k4 = dt * f(x + k3, t + dt)
+    return x + (k1 + 2 * (k2 + k3) + k4) / 6
+
+
+def l96_step(x0, t, dt):
+    return rk4(lambda x, t: l96_dxdt(x), x0, t, dt)
+
+
+def l96_steps(x0, dt):
+    x = x0.copy()
+    for k in range(3):
+        x = rk4(lambda x, t: l96_dxdt(x), x, 0.1 * k, dt)
+    return np.sum(x * x)
+
+
+def square(v):
+    return v * v
+
+
+def energy(x, f=square):
+    return np.sum(f(x))
+
+
+def smooth(x, mode=square):                 # a function-valued default of the kernel itself
+    half = lambda y: 0.5 * y                # noqa: E731  (a lambda bound to a name)
+    return energy(half(x)) + energy(x, np.sin) + np.sum(mode(x + 1.0))
+
+
+def apply(f, x):
+    return np.sum(f(x) * x)
+
+
+def closes_over_locals(x, c):
+    s = 2.0 * c
+
+    def scaled(y):
+        return s * y + c                    # the caller's locals, as a closure reads them
+    return apply(scaled, x) + apply(lambda y: np.exp(-s * y), x)
+
+
+def make_tendency(rate, weights):
+    def tendency(x):
+        return rate * x - weights @ x       # cells: a number and an array
+    return tendency
+
+
+cell_tendency = make_tendency(0.5, np.array([[1.0, 0.2, 0.0], [0.1, 1.0, 0.3],
+                                             [0.0, 0.4, 1.0]]))
+
+
+def uses_cells(x):
+    return np.sum(cell_tendency(x) ** 2)
+
+
+def rng_args(name, *shapes):
+    rng = rng_for(name)
+    return rng, tuple(rng.random(s) + 0.5 for s in shapes)
+
+
+def check(func, args, rng, bitwise=True):
+    k = kernel(func)
+    got, want = k(*args), func(*args)
+    if bitwise:
+        np.testing.assert_array_equal(got, want)
+    else:
+        np.testing.assert_allclose(got, want, rtol=1e-13)
+    check_vjp_and_jvp(k, func, args, rng)
+
+
+def test_rk4_with_a_lambda_as_python():
+    rng, (x,) = rng_args("rk4", 8)
+    check(l96_step, (x, 0.0, 0.01), rng)
+    check(l96_steps, (x, 0.01), rng, bitwise=False)
+
+
+def test_function_defaults_and_named_lambdas():
+    rng, (x,) = rng_args("defaults", 5)
+    check(smooth, (x,), rng, bitwise=False)
+
+
+def test_nested_functions_close_over_the_callers_locals():
+    rng, (x,) = rng_args("closure", 6)
+    check(closes_over_locals, (x, 0.3), rng, bitwise=False)
+
+
+def test_closure_cells_of_module_level_functions():
+    rng, (x,) = rng_args("cells", 3)
+    check(uses_cells, (x,), rng, bitwise=False)
+
+
+# ---- module-level arrays, NumPy by name -----------------------------------------------------
+LV_R = np.array([1.0, 0.72, 1.53, 1.27])
+LV_A = np.array([[1.0, 1.09, 1.52, 0.0], [0.0, 1.0, 0.44, 1.36],
+                 [2.33, 0.0, 1.0, 0.47], [1.21, 0.51, 0.35, 1.0]])
+
+
+def lv_dxdt(x):
+    return LV_R * x * (1 - x @ LV_A.T)
+
+
+def lv_loss(x, dt):
+    y = x + dt * lv_dxdt(x)
+    return np.sum(tanh(y) + zeros(4) + LV_A[0, 1] * y)
+
+
+def test_module_level_arrays_and_numpy_by_name():
+    rng, (x,) = rng_args("lv", 4)
+    x = x * 0.3
+    check(lv_dxdt, (x,), rng, bitwise=False)
+    check(lv_loss, (x, 0.1), rng, bitwise=False)
+
+
+def test_module_level_arrays_are_read_at_every_call():
+    global LV_R
+    x = np.full(4, 0.2)
+    k = kernel(lv_dxdt)
+    saved = LV_R
+    try:
+        first = k(x)
+        LV_R = LV_R * 2.0                      # rebound: Python reads the new array
+        np.testing.assert_allclose(k(x), lv_dxdt(x), rtol=1e-13)
+        LV_R[0] = 5.0                          # changed in place
+        np.testing.assert_allclose(k(x), lv_dxdt(x), rtol=1e-13)
+        assert not np.allclose(first, k(x))
+    finally:
+        LV_R = saved
+
+
+def writes_module_array(x):
+    LV_R[0] = x[0]
+    return np.sum(x)
+
+
+def test_writing_a_module_level_array_is_refused_naming_the_line():
+    with pytest.raises(KernelSyntaxError, match="'LV_R' is an array from outside") as info:
+        kernel(writes_module_array)(np.ones(4))
+    line = writes_module_array.__code__.co_firstlineno + 1
+    assert f"test_values.py:{line}:" in str(info.value)
+
+
+# ---- methods of model objects ---------------------------------------------------------------
+class Shifted:
+    """A Lorenz-96-like model in DAPPER's style: parameters and a coupling matrix as
+    attributes, a helper method."""
+
+    def __init__(self, n, F):
+        self.F = F
+        self.offsets = (1, -2, -1)
+        self.M = np.eye(n) * 0.1 + np.diag(np.full(n - 1, 0.05), 1)
+
+    def shift(self, x, n):
+        return np.roll(x, -n)
+
+    def dxdt(self, x):
+        a, b, c = self.offsets
+        return (self.shift(x, a) - self.shift(x, b)) * self.shift(x, c) - x + self.F \
+            - self.M @ x
+
+    def loss(self, x, dt):
+        y = x + dt * self.dxdt(x)
+        return np.sum(y * y)
+
+    def writes(self, x):
+        self.last = x
+        return np.sum(x)
+
+    def writes_array(self, x):
+        self.M[0, 0] = x[0]
+        return np.sum(x)
+
+
+def test_bound_methods_read_self_as_python():
+    model = Shifted(6, 8.0)
+    rng, (x,) = rng_args("method", 6)
+    check(model.dxdt, (x,), rng, bitwise=False)
+    check(model.loss, (x, 0.05), rng, bitwise=False)
+
+
+def test_an_objects_arrays_are_read_at_every_call():
+    model = Shifted(6, 8.0)
+    x = np.linspace(0.1, 0.6, 6)
+    k = kernel(model.dxdt)
+    k(x)
+    model.M[0, 0] = 3.0
+    np.testing.assert_allclose(k(x), model.dxdt(x), rtol=1e-13)
+
+
+def test_writing_self_is_refused_naming_the_line():
+    model = Shifted(6, 8.0)
+    with pytest.raises(KernelSyntaxError, match="writes an attribute") as info:
+        kernel(model.writes)(np.ones(6))
+    line = Shifted.writes.__code__.co_firstlineno + 1
+    assert f"test_values.py:{line}:" in str(info.value)
+    with pytest.raises(KernelSyntaxError, match="'self.M' is an array from outside") as info:
+        kernel(model.writes_array)(np.ones(6))
+    line = Shifted.writes_array.__code__.co_firstlineno + 1
+    assert f"test_values.py:{line}:" in str(info.value)
+
+
+# ---- decorated functions --------------------------------------------------------------------
+def ens_compatible(f):
+    """DAPPER's idea: a tendency written for (variables, members) applied to (members,
+    variables) ensembles by transposing in and out."""
+    @functools.wraps(f)
+    def wrapper(x, *args, **kwargs):
+        return f(x.T, *args, **kwargs).T
+    return wrapper
+
+
+@ens_compatible
+def l63_dxdt(x, sigma, beta=8.0 / 3):
+    d = np.zeros_like(x)
+    d[0] = sigma * (x[1] - x[0])
+    d[1] = x[0] * (28.0 - x[2]) - x[1]
+    d[2] = x[0] * x[1] - beta * x[2]
+    return d
+
+
+def ensemble_step(E, dt):
+    return E + dt * l63_dxdt(E, 10.0, beta=2.5)
+
+
+def test_decorated_functions_compile_with_their_wrapper():
+    rng, (E,) = rng_args("ens", (5, 3))
+    check(l63_dxdt, (E, 10.0), rng)
+    check(ensemble_step, (E, 0.01), rng)
+
+
+@functools.lru_cache(maxsize=None)
+def cached(x):
+    return x
+
+
+def test_a_wrapper_without_source_is_refused():
+    with pytest.raises(KernelSyntaxError, match="wrapper has no Python source"):
+        kernel(cached)
