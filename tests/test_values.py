@@ -261,3 +261,47 @@ def cached(x):
 def test_a_wrapper_without_source_is_refused():
     with pytest.raises(KernelSyntaxError, match="wrapper has no Python source"):
         kernel(cached)
+
+
+# ---- NumPy functions: diag, average, tile ---------------------------------------------------
+def lv_jacobian(x):
+    """LotkaVolterra's d2x_dtdx in its style: np.diag both ways."""
+    J = np.diag(LV_R - LV_R * (x @ LV_A.T)) - (LV_R * x)[:, None] * LV_A
+    return J + np.diag(np.diag(J, k=1), k=1) + np.diag(x[1:], k=-1)
+
+
+def diagonals(A, v):
+    return np.sum(np.diag(A) * np.diag(A, 1)[0]) + np.sum(np.diag(A, -2)) \
+        + np.sum(np.diag(v, 2) @ A.T * 0.5)
+
+
+def averages(A, w, v):
+    return np.average(A) + np.sum(np.average(A, axis=0, weights=w) ** 2) \
+        + np.average(v, weights=v * v) + np.sum(np.average(A, axis=1, weights=A * A))
+
+
+def tiles(x, A):
+    return np.sum(np.tile(x, 3) * np.tile(x, (2, 1)).sum(axis=0)[0]) + \
+        np.sum(np.tile(A, (2, 3)) ** 2) + np.sum(np.tile(x, (2, 1, 2))[1, 0] * x[0])
+
+
+def test_diag():
+    rng, (x,) = rng_args("diag", 4)
+    check(lv_jacobian, (x * 0.3,), rng, bitwise=False)
+    rng, (A, v) = rng_args("diag2", (4, 5), 3)
+    np.testing.assert_array_equal(kernel(lambda_free_diag)(A), lambda_free_diag(A))
+    check(diagonals, (A, v), rng, bitwise=False)
+
+
+def lambda_free_diag(A):
+    return np.diag(A, 1) + 0.0
+
+
+def test_average():
+    rng, (A, w, v) = rng_args("average", (4, 3), 4, 5)
+    check(averages, (A, w, v), rng, bitwise=False)
+
+
+def test_tile():
+    rng, (x, A) = rng_args("tile", 3, (2, 2))
+    check(tiles, (x, A), rng, bitwise=False)
