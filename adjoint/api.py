@@ -16,6 +16,7 @@ from .errors import AdjointError, ArgumentError, BoundsError
 from .options import target
 from .sweep import Sweep
 from .frontend import RESULT, declared_types, read_source, type_of_value
+from .frontend.calls import is_function
 from .frontend.outside import HIDDEN, hidden_arrays
 from .frontend.source import check_parameters, decorated_source, function_tree, \
     refuse_unreadable, with_defaults
@@ -34,7 +35,7 @@ class Kernel:
         self._declared = declared_types(func)
         self._parameters = tuple(inspect.signature(func).parameters.values())
         self._source = None
-        self._outside = None        # [(hidden argument, label, getter)]: outside.py
+        self._outside = {}          # function values -> [(hidden argument, label, getter)]
         self._specs = {}
 
     def __call__(self, *args, **kwargs):
@@ -63,32 +64,45 @@ class Kernel:
         return self.bound(args)[0]
 
     def bound(self, args):
-        """(the specialisation for ``args``, ``args`` followed by the arrays the kernel reads
-        from outside its body: hidden arguments, read again at every call)."""
+        """(the specialisation for ``args``, the values its entry points take: ``args``
+        without the functions among them, which are constants of the specialisation, and
+        the arrays the kernel reads from outside its body, hidden arguments read again at
+        every call)."""
         defaults = self._defaults(args)
         names = list(self._declared)[:len(args)]
-        types = {n: self._declared[n] or type_of_value(n, v) for n, v in zip(names, args)}
-        if self._outside is None:
-            check_parameters(self.__wrapped__)
-            self._outside = _hidden_names(hidden_arrays(self.__wrapped__, _tree))
-        hidden = tuple(get() for _, _, get in self._outside)
-        for (name, label, _), value in zip(self._outside, hidden):
-            types[name] = type_of_value(f"outside_{label}", value, what=f"the array {label}")
+        functions = {n: v for n, v in zip(names, args) if is_function(v)}
+        given = [(n, v) for n, v in zip(names, args) if n not in functions]
+        types = {n: self._declared[n] or type_of_value(n, v) for n, v in given}
+        outside = self._hidden(functions)
+        hidden = tuple(get() for _, _, get in outside)
+        for (name, label, _), value in zip(outside, hidden):
+            types[name] = type_of_value(name[2:], value, what=f"the array {label}")
         key = (target(),) + tuple((n, _type_key(t)) for n, t in types.items()) + \
-            tuple((n, "=", type(v).__name__, repr(v)) for n, v in defaults.items())
+            tuple((n, "=", type(v).__name__, repr(v)) for n, v in defaults.items()) + \
+            tuple((n, "function", id(v)) for n, v in functions.items())
         if key not in self._specs:
             if self._source is None:
                 func = self.__wrapped__
                 self._source = decorated_source(func) if hasattr(func, "__wrapped__") \
                     else read_source(func)
-            src = with_defaults(self._source, defaults) if defaults else self._source
-            src = replace(src, outside=tuple((n, v) for (n, _, _), v in zip(self._outside,
-                                                                            hidden)),
-                          renamed=src.renamed + tuple((label, n) for n, label, _
-                                                      in self._outside))
+            constants = {**defaults, **functions}
+            src = with_defaults(self._source, constants) if constants else self._source
+            src = replace(src, outside=tuple((n, v) for (n, _, _), v in zip(outside, hidden)),
+                          renamed=src.renamed + tuple((label, e) for n, label, _ in outside
+                                                      for e in (n, n[2:])))
             fwd = pipeline.lower_forward(src, self.__name__, types)
             self._specs[key] = Specialization(fwd)
-        return self._specs[key], tuple(args) + hidden
+        return self._specs[key], tuple(v for _, v in given) + hidden
+
+    def _hidden(self, functions):
+        """[(hidden argument, label, getter)] of the arrays from outside that the kernel,
+        called with the function values ``functions``, reads (found once per functions)."""
+        key = tuple(id(f) for f in functions.values())
+        if key not in self._outside:
+            check_parameters(self.__wrapped__)
+            self._outside[key] = _hidden_names(hidden_arrays(self.__wrapped__, _tree,
+                                                             tuple(functions.values())))
+        return self._outside[key]
 
     def _defaults(self, args):
         """{parameter: default value} of the parameters ``args`` leaves out."""

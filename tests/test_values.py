@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from numpy import tanh, zeros
 
-from adjoint import kernel
+from adjoint import kernel, vjp
 from adjoint.errors import KernelSyntaxError
-from kernel_testing import check_vjp_and_jvp, rng_for
+from kernel_testing import check_vjp_and_jvp, fd_directional, inner, rng_for
 
 FORCE = 8.0
 
@@ -305,3 +305,41 @@ def test_average():
 def test_tile():
     rng, (x, A) = rng_args("tile", 3, (2, 2))
     check(tiles, (x, A), rng, bitwise=False)
+
+
+def test_functions_as_arguments_of_a_kernel():
+    """A function passed from Python is a constant of the specialisation (keyed by it)."""
+    rng, (x,) = rng_args("function argument", 8)
+    k = kernel(rk4)
+    f = lambda x, t: l96_dxdt(x) * (1.0 + t)         # noqa: E731
+    got = k(f, x, 0.5, 0.01)
+    np.testing.assert_array_equal(got, rk4(f, x, 0.5, 0.01))
+    np.testing.assert_array_equal(k(cell_rate, x[:3], 0.5, 0.01),
+                                  rk4(cell_rate, x[:3], 0.5, 0.01))
+    _, pullback = vjp(k, f, x, 0.5, 0.01)
+    d = rng.standard_normal(8)
+    want = fd_directional(lambda xs: np.sum(rk4(f, xs[0], 0.5, 0.01) * d), (x,), {"x": 0},
+                          {"x": d})
+    assert inner(pullback({"return": d})["x"], d) == pytest.approx(want, rel=1e-7)
+
+
+def cell_rate(x, t):
+    return cell_tendency(x) * t
+
+
+def ndindex_loops(A, B):
+    s = 0.0
+    for i, j in np.ndindex(A.shape):
+        s += A[i, j] * B[j, i]
+    for idx in np.ndindex(2, 3):
+        A[idx] = A[idx] * 2.0 + s
+    return s + np.sum(A * A)
+
+
+def test_ndindex_loops():
+    rng, (A, B) = rng_args("ndindex", (3, 4), (4, 3))
+    k = kernel(ndindex_loops)
+    a1, a2 = A.copy(), A.copy()
+    assert k(a1, B) == pytest.approx(ndindex_loops(a2, B), rel=1e-14)     # a running sum
+    np.testing.assert_allclose(a1, a2, rtol=1e-14)
+    check_vjp_and_jvp(k, ndindex_loops, (A, B), rng)

@@ -574,7 +574,7 @@ class _Inliner:
             k.src, k.scope, k.call_roots = saved
             k._call_stack.pop()
             k.arrays.assumptions[assumptions:] = [
-                (c, self.line, f"in {self.name}(): {m}")
+                (c, self.line, f"in {self.name}(): {src.speak(m)}")
                 for c, _, m in k.arrays.assumptions[assumptions:]]
 
     def _returns(self, stmt):

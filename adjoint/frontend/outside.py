@@ -271,11 +271,12 @@ def bind_arrays(kernel, src, scope):
             scope[name] = binding
 
 
-def hidden_arrays(func, parse):
+def hidden_arrays(func, parse, also=()):
     """[(label, getter)] of the NumPy arrays ``func`` reads from outside its body, directly
     or in the functions it can call (by name, through attributes, as defaults, in closure
-    cells), in a fixed order; ``parse(f)`` gives a function's tree or None. One array read
-    under several names is one argument (the first getter)."""
+    cells, the functions ``also`` it is called with), in a fixed order; ``parse(f)`` gives
+    a function's tree or None. One array read under several names is one argument (the
+    first getter)."""
     found, seen = {}, set()
 
     def visit(f):
@@ -297,7 +298,8 @@ def hidden_arrays(func, parse):
                     found[id(value)] = (label, _getter(target, names, node, me))
             elif callable(value) and library_function(value) is None:
                 visit(value)
-    visit(func)
+    for f in (func,) + tuple(also):
+        visit(f)
     return list(found.values())
 
 

@@ -35,9 +35,14 @@ class KernelSource:
     def error(self, node, message):
         line = getattr(node, "lineno", 1) + self.first_line - 1
         col = getattr(node, "col_offset", 0) + self.indent + 1
-        for original, name in self.renamed:         # messages speak the user's names
+        return KernelSyntaxError(self.speak(message), self.filename, line, col)
+
+    def speak(self, message):
+        """``message`` in the user's names (an inlined callee's locals, ``self.W`` for the
+        engine's ``__self_W``)."""
+        for original, name in self.renamed:
             message = re.sub(rf"\b{re.escape(name)}\b", original, message)
-        return KernelSyntaxError(message, self.filename, line, col)
+        return message
 
 
 _REGISTERED = weakref.WeakKeyDictionary()     # function defined in a kernel -> its source

@@ -99,9 +99,10 @@ class KernelBuilder(LoopLowering):
         self._check_integer_arrays_are_read_only(body)
         self._check_outside_read_only(body)
         self._check_values_are_real(body)
+        assumptions = tuple((c, line, self.src.speak(m)) for c, line, m in self.arrays.assumptions)
         return SDFG(self.name, tuple(self.arguments), dict(self.containers),
                     tuple(self.symbols), body, self.result, self.src.filename,
-                    tuple(self.arrays.assumptions), returns=tuple(self.returns))
+                    assumptions, returns=tuple(self.returns))
 
     def _check_values_are_real(self, body):
         """No infinite or complex constants: ``x / 0.0``, ``np.mean(x[:0])``, ``(-1.0) ** 0.5``
