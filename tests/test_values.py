@@ -343,3 +343,94 @@ def test_ndindex_loops():
     assert k(a1, B) == pytest.approx(ndindex_loops(a2, B), rel=1e-14)     # a running sum
     np.testing.assert_allclose(a1, a2, rtol=1e-14)
     check_vjp_and_jvp(k, ndindex_loops, (A, B), rng)
+
+
+class Config:
+    RATE = 0.25
+    WEIGHTS = np.array([1.0, 2.0, 3.0])
+
+    @classmethod
+    def scaled(cls, x):
+        return cls.RATE * x * cls.WEIGHTS
+
+    @staticmethod
+    def plain(x):
+        return x * x
+
+
+def uses_classes(x):
+    return np.sum(Config.scaled(x) + Config.plain(x)) * Config.RATE
+
+
+def test_classes_and_their_methods():
+    rng, (x,) = rng_args("classes", 3)
+    check(uses_classes, (x,), rng, bitwise=False)
+    check(Config.scaled, (x,), rng)
+
+
+# ---- refusals -------------------------------------------------------------------------------
+def calls_cached(x):
+    return np.sum(cached(x))
+
+
+def printing(f):
+    @functools.wraps(f)
+    def wrapper(x):
+        print("called")
+        return f(x)
+    return wrapper
+
+
+@printing
+def printed(x):
+    return x * 2.0
+
+
+def calls_printed(x):
+    return np.sum(printed(x))
+
+
+def counts_args(f):
+    @functools.wraps(f)
+    def wrapper(x, *args):
+        return f(x, *args) * len(args)
+    return wrapper
+
+
+@counts_args
+def counted(x, y):
+    return x * y
+
+
+def calls_counted(x):
+    return np.sum(counted(x, 2.0))
+
+
+def test_decorators_kernels_cannot_follow_are_refused_naming_the_line():
+    with pytest.raises(KernelSyntaxError, match="`cached` is wrapped by a decorator whose "
+                                                "wrapper has no Python source") as info:
+        kernel(calls_cached)(np.ones(3))
+    assert f"test_values.py:{calls_cached.__code__.co_firstlineno + 1}:" in str(info.value)
+    with pytest.raises(KernelSyntaxError, match="print") as info:
+        kernel(calls_printed)(np.ones(3))
+    line = printing.__code__.co_firstlineno + 3          # the wrapper's print
+    assert f"test_values.py:{line}:" in str(info.value), str(info.value)
+    assert f"called at {__file__}:{calls_printed.__code__.co_firstlineno + 1}" in \
+        str(info.value)
+    with pytest.raises(KernelSyntaxError, match=r"\*args\) is used other than forwarded"):
+        kernel(calls_counted)(np.ones(3))
+
+
+def passes_self(self_like, x):
+    return np.sum(x)
+
+
+class UsesSelf:
+    def total(self, x):
+        return passes_self(self, x)
+
+
+def test_self_as_a_value_is_refused_naming_the_line():
+    with pytest.raises(KernelSyntaxError, match="`self` is used as a value") as info:
+        kernel(UsesSelf().total)(np.ones(3))
+    assert f"test_values.py:{UsesSelf.total.__code__.co_firstlineno + 1}:" in str(info.value)

@@ -78,8 +78,11 @@ def is_constant(value):
 
 
 def _is_object(value):
-    """A value whose attributes a chain goes on reading (a model object)."""
-    return not (is_constant(value) or isinstance(value, (np.ndarray, types.ModuleType, type))
+    """A value whose attributes a chain goes on reading (a model object, or a class of the
+    program: ``cls.F``, ``Config.F``)."""
+    if isinstance(value, type):
+        return (value.__module__ or "").split(".")[0] not in ("numpy", "builtins", "math")
+    return not (is_constant(value) or isinstance(value, (np.ndarray, types.ModuleType))
                 or callable(value))
 
 
