@@ -16,8 +16,7 @@ from .errors import AdjointError, ArgumentError, BoundsError
 from .options import target
 from .sweep import Sweep
 from .frontend import RESULT, declared_types, read_source, type_of_value
-from .frontend.calls import is_function
-from .frontend.outside import HIDDEN, hidden_arrays
+from .frontend.outside import HIDDEN, function_value, hidden_arrays
 from .frontend.source import check_parameters, decorated_source, function_tree, \
     refuse_unreadable, with_defaults
 from .runtime.arguments import bind
@@ -70,7 +69,7 @@ class Kernel:
         every call)."""
         defaults = self._defaults(args)
         names = list(self._declared)[:len(args)]
-        functions = {n: v for n, v in zip(names, args) if is_function(v)}
+        functions = {n: v for n, v in zip(names, args) if function_value(v)}
         given = [(n, v) for n, v in zip(names, args) if n not in functions]
         types = {n: self._declared[n] or type_of_value(n, v) for n, v in given}
         outside = self._hidden(functions)

@@ -48,9 +48,9 @@ def energy(x, f=square):
     return np.sum(f(x))
 
 
-def smooth(x, mode=square):                 # a function-valued default of the kernel itself
+def smooth(x, mode=square, g=np.cos):      # function-valued defaults of the kernel itself
     half = lambda y: 0.5 * y                # noqa: E731  (a lambda bound to a name)
-    return energy(half(x)) + energy(x, np.sin) + np.sum(mode(x + 1.0))
+    return energy(half(x)) + energy(x, np.sin) + np.sum(mode(x + 1.0)) + energy(x, f=g)
 
 
 def apply(f, x):
@@ -103,6 +103,9 @@ def test_rk4_with_a_lambda_as_python():
 def test_function_defaults_and_named_lambdas():
     rng, (x,) = rng_args("defaults", 5)
     check(smooth, (x,), rng, bitwise=False)
+    check(lambda x: smooth(x, np.exp), (x,), rng, bitwise=False)
+    np.testing.assert_allclose(kernel(smooth)(x, np.tanh, square), smooth(x, np.tanh, square),
+                               rtol=1e-14)       # functions passed from Python
 
 
 def test_nested_functions_close_over_the_callers_locals():
@@ -434,3 +437,40 @@ def test_self_as_a_value_is_refused_naming_the_line():
     with pytest.raises(KernelSyntaxError, match="`self` is used as a value") as info:
         kernel(UsesSelf().total)(np.ones(3))
     assert f"test_values.py:{UsesSelf.total.__code__.co_firstlineno + 1}:" in str(info.value)
+
+
+class Coupled:
+    """VL20/LorenzUV's style: ``unpack`` returns the sizes and parameters with the state's
+    parts; a nested ``md`` gives indices."""
+
+    def __init__(self, nX=6, F=10, alpha=1):
+        self.nX, self.F, self.alpha = nX, F, alpha
+
+    def unpack(self, x):
+        return self.nX, self.F, self.alpha, x[:self.nX], x[self.nX:]
+
+    def dxdt(self, x):
+        nX, F, alpha, X, theta = self.unpack(x)
+        d = np.zeros_like(x)
+        d[:nX] = np.roll(X, -1) * theta - alpha * X + F
+        d[nX:] = X * np.roll(theta, 1)
+        return d
+
+    def jacobian(self, x):
+        nX, F, alpha, X, theta = self.unpack(x)
+
+        def md(i):
+            return np.mod(i, nX)
+
+        J = np.zeros((2 * nX, 2 * nX))
+        for k in range(nX):
+            J[k, md(k + 1)] = theta[k] * x[md(k - 1)]
+            J[k, k + nX] = x[md(k + 1)] + F
+        return J
+
+
+def test_integers_returned_by_methods_and_index_functions():
+    model = Coupled()
+    rng, (x,) = rng_args("coupled", 12)
+    check(model.dxdt, (x,), rng)
+    check(model.jacobian, (x,), rng)

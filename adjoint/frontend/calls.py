@@ -43,9 +43,9 @@ from .array_shapes import ArrayExpr, MaskValue, View, ViewValue, fmt_shape, numb
     without_view
 from .array_stores import store, tasklet_body, temporary
 from .expressions import DataValue, ExpressionBuilder, IntValue
-from .locals import classify_locals
+from .locals import classify_locals, is_integer_expression
 from .outside import MATH_NAME, NUMPY_NAME, as_library_calls, bind_arrays, \
-    library_function
+    function_value, library_function
 from .source import function_tree, is_registered, read_source, register_source
 
 FLOAT64 = np.dtype(np.float64)
@@ -54,14 +54,17 @@ FLOAT64 = np.dtype(np.float64)
 @dataclass(frozen=True)
 class Returned:
     """One value a callee returned, independent of the builder that will read it."""
-    kind: str                           # "scalar", "array" (a temporary) or "view"
+    kind: str                           # "scalar", "int", "array" (a temporary) or "view"
     container: Optional[Container] = None
     view: Optional[View] = None
     shape: tuple = ()
     boolean: bool = False
+    value: object = None                # an "int": the integer expression
 
     def expr(self, b) -> ArrayExpr:
         """The value as an ArrayExpr read through the ArrayBuilder ``b``."""
+        if self.kind == "int":
+            return ArrayExpr((), lambda index: self.value)
         if self.kind == "scalar":
             name = self.container.name
             return ArrayExpr((), lambda index: b.ex._read(name, ()))
@@ -71,6 +74,8 @@ class Returned:
 
     def binding(self, name, loops):
         """What a name bound to this value is (tuple unpacking)."""
+        if self.kind == "int":
+            return IntValue(self.value)
         if self.kind == "view":
             return ViewValue(name, self.view, self.shape, self.boolean, loops)
         return (MaskValue if self.boolean else DataValue)(self.container)
@@ -184,11 +189,55 @@ def plain_function_hint(kernel, node):
 def call_value(ex, node):
     """The number a call to a kernel stands for in a scalar expression."""
     result = single_result(ex, node)
+    if result.kind == "int":
+        return result.value
     if result.kind != "scalar":
         raise ex.src.error(node, f"`{_short(node)}` returns an array of shape "
                                  f"{fmt_shape(result.shape)} where a single number is "
                                  "needed; index it or reduce it (np.sum, ...)")
     return ex._read(result.container.name, ())
+
+
+def call_index(ex, node, what):
+    """The integer a call stands for in an index (``F[i, md(i + 1)]``): the callee must
+    return an integer expression and do nothing else."""
+    result = single_result(ex, node)
+    done = ex.kernel._inlined[id(node)]
+    if result.kind != "int" or any(_written(r) for r in done.regions):
+        raise ex.src.error(node, f"{what} must be an integer expression; `{_short(node)}` "
+                                 "returns a number that is not one (only functions returning "
+                                 "an integer expression of their integer arguments are "
+                                 "indices)")
+    return result.value
+
+
+def returns_integer(kernel, call, k):
+    """Whether the function ``call`` calls returns an integer expression (element ``k`` of
+    its returned tuple; None: its one value), as far as its source tells without the
+    call's arguments: what classify_locals asks of ``n, m = f(...)``."""
+    func = kernel.src.globals.get(call.func.id) if isinstance(call.func, ast.Name) else None
+    func = func.__wrapped__ if hasattr(func, "py_func") else func
+    if not _plain_function(func):
+        return False
+    tree = read_source(func).tree
+    last = tree.body[-1] if tree.body else None
+    if not isinstance(last, ast.Return) or last.value is None:
+        return False
+    value = last.value
+    if k is not None:
+        if not isinstance(value, ast.Tuple) or len(value.elts) <= k:
+            return False
+        value = value.elts[k]
+    depth = kernel.__dict__.setdefault("_classifying", [0])
+    if depth[0] > 8:                            # recursion: not followed
+        return False
+    depth[0] += 1
+    try:
+        asks = lambda c, j: returns_integer(kernel, c, j)       # noqa: E731
+        ints, _ = classify_locals(tree, set(), {a.arg for a in tree.args.args}, asks)
+        return is_integer_expression(value, ints, asks)
+    finally:
+        depth[0] -= 1
 
 
 def call_expr(b, node) -> ArrayExpr:
@@ -301,7 +350,7 @@ def check_declared_return(src, stmt, results):
     declared = src.tree.returns
     if not (isinstance(declared, ast.Name) and declared.id == "float"):
         return
-    if len(results) != 1 or results[0].kind != "scalar":
+    if len(results) != 1 or results[0].kind not in ("scalar", "int"):
         what = f"{len(results)} values" if len(results) != 1 else \
             f"an array of shape {fmt_shape(results[0].shape)}"
         raise src.error(stmt, f"{src.tree.name}() is declared `-> float` and returns {what}; "
@@ -421,7 +470,7 @@ class _Inliner:
         for pname, value in bound.arguments.items():
             if sig.parameters[pname].kind in (inspect.Parameter.VAR_POSITIONAL,
                                               inspect.Parameter.VAR_KEYWORD) or \
-                    is_function(value):
+                    function_value(value):
                 out[pname] = value          # *args, **kwargs; a function as a default
             elif not isinstance(value, ast.AST):
                 if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -435,8 +484,8 @@ class _Inliner:
         """The function an argument is, or None: a lambda written in the call (a function
         of the caller's body), a name of a function (the caller's, the program's, a
         kernel), or a function-valued default."""
-        if is_function(arg):
-            return arg
+        if not isinstance(arg, ast.AST):
+            return arg if function_value(arg) else None
         if isinstance(arg, ast.Lambda):
             self.kernel._counter += 1
             return local_function(self.kernel, arg, f"lambda_{self.kernel._counter}")
@@ -553,7 +602,8 @@ class _Inliner:
         try:
             k.src, k.scope = src, scope
             int_names = {n for n, v in scope.items() if isinstance(v, IntValue)}
-            ints, floats = classify_locals(src.tree, int_names, set(scope))
+            ints, floats = classify_locals(src.tree, int_names, set(scope),
+                                           lambda c, j: returns_integer(k, c, j))
             k.int_locals = set(k.int_locals) | ints
             for local in floats:
                 k.containers.setdefault(local, Container(local, FLOAT64, (), True))
@@ -585,6 +635,10 @@ class _Inliner:
         regions, results = [], []
         for element in elements:
             self.kernel.call_roots = {id(element)}
+            integer = _integer(self.kernel, element)
+            if integer is not None:             # sizes, constants, int locals: integers
+                results.append(Returned("int", value=integer))
+                continue
             name = self.kernel.new_transient("__ret").name
             more, result = store_value(self.kernel, stmt, element, name, keep_views=True)
             regions += more
@@ -594,6 +648,21 @@ class _Inliner:
 
 
 # ---- helpers --------------------------------------------------------------------------------
+def _integer(kernel, node):
+    """``node``'s integer expression when it is one (no data read), else None."""
+    if not is_integer_expression(node, {n for n, v in kernel.scope.items()
+                                        if isinstance(v, IntValue)} | set(kernel.int_locals),
+                                 lambda c, j: returns_integer(kernel, c, j)) and \
+            not isinstance(node, ast.Name):
+        return None
+    ex = ExpressionBuilder(kernel, kernel.scope)
+    try:
+        value = ex.index(node)
+    except KernelSyntaxError:
+        return None
+    return value if not ex.reads and not ex.prelude else None
+
+
 def _forwarded(src, params):
     """A callee with ``*args``/``**kwargs`` (a decorator's wrapper forwarding them) as one
     with a parameter per value the call gives them, each forwarded where the body writes

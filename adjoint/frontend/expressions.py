@@ -184,6 +184,15 @@ class ExpressionBuilder:
         return index_load(container.name, self._subset(container, node))
 
     def _index_Call(self, node, what):
+        from .calls import call_index, callee_of
+        if callee_of(self.kernel, node) is not None:        # md(i + 1): an integer function
+            return call_index(self, node, what)
+        if self._function_name(node.func) in ("mod", "remainder", "floor_divide") and \
+                isinstance(node.func, ast.Attribute) and len(node.args) == 2:   # np.mod
+            a, b = (self.index(x, what) for x in node.args)
+            divisor = self._divisor(node, b)
+            return floordiv(a, divisor) if node.func.attr == "floor_divide" else \
+                python_mod(a, divisor)
         name = self._builtin_name(node.func)
         if name == "len" and len(node.args) == 1:
             container = self._array(node.args[0])

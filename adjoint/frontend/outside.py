@@ -86,6 +86,13 @@ def _is_object(value):
                 or callable(value))
 
 
+def function_value(value):
+    """Whether ``value`` is a function to a kernel: a Python function, a bound method, an
+    ``adjoint.kernel``, or a NumPy or math function (decided by what it is, not where)."""
+    return inspect.isfunction(value) or inspect.ismethod(value) or \
+        hasattr(value, "py_func") or library_function(value) is not None
+
+
 def library_function(value):
     """``(module name, attribute)`` when ``value`` is a NumPy or math function or type."""
     name = getattr(value, "__name__", None)

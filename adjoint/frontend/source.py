@@ -13,7 +13,7 @@ import sympy as sp
 
 from ..errors import ArgumentError, KernelSyntaxError
 from ..types import ArrayType
-from .outside import resolve
+from .outside import as_library_calls, function_value, resolve
 
 FLOAT_DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
 INT_DTYPES = (np.dtype(np.int64), np.dtype(np.int32), np.dtype(np.bool_))
@@ -152,8 +152,8 @@ def with_defaults(src: KernelSource, defaults) -> KernelSource:
     params = {a.arg: a for a in tree.args.args}
     tree.args.args = [a for a in tree.args.args if a.arg not in defaults]
     tree.args.defaults = []
-    functions = {n: v for n, v in defaults.items() if callable(v)}    # mode=wrap: a name of
-    defaults = {n: v for n, v in defaults.items() if n not in functions}    # the namespace
+    functions = {n: v for n, v in defaults.items() if function_value(v)}    # mode=wrap: a
+    defaults = {n: v for n, v in defaults.items() if n not in functions}    # namespace name
     assigned = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
                 and isinstance(n.ctx, (ast.Store, ast.Del))}
     constants = {name: _constant(src, params[name], name, value)
@@ -164,7 +164,7 @@ def with_defaults(src: KernelSource, defaults) -> KernelSource:
             if node.id in constants and node.id not in assigned:
                 return ast.copy_location(copy.deepcopy(constants[node.id]), node)
             return node
-    tree = Substitute().visit(tree)
+    tree, functions = as_library_calls(Substitute().visit(tree), functions)
     first = [ast.copy_location(ast.Assign([ast.Name(name, ast.Store())], value), params[name])
              for name, value in constants.items() if name in assigned]
     docstring = tree.body[:1] if tree.body and isinstance(tree.body[0], ast.Expr) \

@@ -15,7 +15,8 @@ from .arrays import ArrayBuilder, ArrayState
 from .arrays import assign as assign_arrays
 from .bindings import Bindings
 from .calls import (assign_results, call_statement, callee_of, local_function,
-                    lower_return, plain_function_hint, store_value, unpack_call)
+                    lower_return, plain_function_hint, returns_integer, store_value,
+                    unpack_call)
 from ..sdfg import arithmetic as fp
 from .expressions import DataValue, ExpressionBuilder, IntValue
 from .locals import classify_locals
@@ -36,7 +37,8 @@ class KernelBuilder(LoopLowering):
         self._counter = 0
         self._bind_arguments(types)
         int_names = {n for n, b in self.scope.items() if isinstance(b, IntValue)}
-        self.int_locals, float_locals = classify_locals(src.tree, int_names, set(self.scope))
+        self.int_locals, float_locals = classify_locals(
+            src.tree, int_names, set(self.scope), lambda c, k: returns_integer(self, c, k))
         for local in float_locals:
             self.containers[local] = Container(local, np.dtype(np.float64), (), True)
         self.result = None
