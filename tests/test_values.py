@@ -11,6 +11,7 @@ from numpy import tanh, zeros
 
 from adjoint import kernel, vjp
 from adjoint.errors import KernelSyntaxError
+import values_helpers
 from kernel_testing import check_vjp_and_jvp, fd_directional, inner, rng_for
 
 FORCE = 8.0
@@ -474,3 +475,47 @@ def test_integers_returned_by_methods_and_index_functions():
     rng, (x,) = rng_args("coupled", 12)
     check(model.dxdt, (x,), rng)
     check(model.jacobian, (x,), rng)
+
+
+# ---- DAPPER's integrator style: stages and noise as defaults, branches decided by them ------
+def rk(f, x, t, dt, stages=4, s=0):
+    if s > 0:
+        W = s * np.sqrt(dt) * RANDOM.standard_normal(x.shape)   # never runs: s is 0
+    else:
+        W = 0
+    if stages >= 1: k1 = dt * f(x, t) + W                        # noqa: E701
+    if stages >= 2: k2 = dt * f(x + k1 / 2.0, t + dt / 2.0) + W  # noqa: E701
+    if stages == 4:
+        k3 = dt * f(x + k2 / 2.0, t + dt / 2.0) + W
+        k4 = dt * f(x + k3, t + dt) + W
+    if stages == 1:
+        y = x + k1
+    elif stages == 2:
+        y = x + k2
+    elif stages == 4:
+        y = x + (k1 + 2.0 * (k2 + k3) + k4) / 6.0
+    else:
+        raise NotImplementedError
+    return y
+
+
+RANDOM = np.random.default_rng(0)
+
+
+def staged(x, dt):
+    return rk(lambda x, t: values_helpers.decay(x), x, 0.0, dt) + \
+        rk(lambda x, t: values_helpers.decay(x, reverse=True) * t, x, 1.0, dt, stages=2)
+
+
+def test_branches_decided_by_defaults_and_module_attributes():
+    rng, (x,) = rng_args("staged", 4)
+    check(staged, (x, 0.1), rng)
+
+
+def test_shapes_of_views_and_sums_of_shapes():
+    def parts(x):
+        U, V = x[:4], x[4:]
+        assert V.shape[-1] == 2 * len(U), "V is twice U"
+        return U * V.reshape(V.shape[:-1] + (4, 2)).sum(-1) * U.size
+    rng, (x,) = rng_args("shapes", 12)
+    check(parts, (x,), rng)

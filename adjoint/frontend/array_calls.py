@@ -196,9 +196,17 @@ def _flag(b, args, name, default=False):
 
 
 def _shape(b, node):
-    """A shape argument: ``N``, ``(N, M)``, ``[N, M]`` or ``A.shape``."""
+    """A shape argument: ``N``, ``(N, M)``, ``[N, M]``, ``A.shape``, a slice of one
+    (``A.shape[:-1]``) or a sum of them (``V.shape[:-1] + (n, J)``)."""
     if isinstance(node, ast.Attribute) and node.attr == "shape":
         return b.expr(node.value).shape
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return tuple(_shape(b, node.left)) + tuple(_shape(b, node.right))
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice) and \
+            isinstance(node.value, ast.Attribute) and node.value.attr == "shape":
+        bounds = [None if n is None else _constant_int(b, n)
+                  for n in (node.slice.lower, node.slice.upper, node.slice.step)]
+        return tuple(b.expr(node.value.value).shape)[slice(*bounds)]
     items = node.elts if isinstance(node, (ast.Tuple, ast.List)) else [node]
     return tuple(b.ex.index(item, "an array size") for item in items)
 

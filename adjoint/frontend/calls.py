@@ -129,7 +129,7 @@ def local_function(kernel, node, name):
                               "functions inside a kernel may use only constants and "
                               "module-level names)") from None
     func = namespace[name]
-    register_source(func, replace(src, tree=node, renamed=()))
+    register_source(func, replace(src, tree=node))
     kernel.__dict__.setdefault("_closures", {})[func] = kernel.scope   # read at each call
     return func
 
@@ -473,7 +473,7 @@ class _Inliner:
                     function_value(value):
                 out[pname] = value          # *args, **kwargs; a function as a default
             elif not isinstance(value, ast.AST):
-                if isinstance(value, bool) or not isinstance(value, (int, float)):
+                if not isinstance(value, (int, float)):       # True/False: 1 and 0
                     raise self.caller.error(node, f"`{_short(node)}`: the default value "
                                                   f"{value!r} of {pname!r} is not a number")
                 value = ast.copy_location(ast.Constant(value), node)
@@ -596,11 +596,19 @@ class _Inliner:
     # ---- body --------------------------------------------------------------------------
     def _lower_body(self, src, scope):
         k = self.kernel
-        saved = (k.src, k.scope, getattr(k, "call_roots", set()))
+        saved = (k.src, k.scope, getattr(k, "call_roots", set()), getattr(k, "returning", None))
         k._call_stack.append(_where(src))
         assumptions = len(k.arrays.assumptions)
+        returned = []
+
+        def returning(stmt):            # the callee's `return`: its values, not the kernel's
+            if stmt.value is None:
+                return []
+            regions, results = self._returns(stmt)
+            returned.append(results)
+            return regions
         try:
-            k.src, k.scope = src, scope
+            k.src, k.scope, k.returning = src, scope, returning
             int_names = {n for n, v in scope.items() if isinstance(v, IntValue)}
             ints, floats = classify_locals(src.tree, int_names, set(scope),
                                            lambda c, j: returns_integer(k, c, j))
@@ -608,20 +616,15 @@ class _Inliner:
             for local in floats:
                 k.containers.setdefault(local, Container(local, FLOAT64, (), True))
             k.arrays.count(src.tree)
-            stmts = src.tree.body
-            ret = stmts[-1] if stmts and isinstance(stmts[-1], ast.Return) else None
             with k.binds.region("call"):            # the parameters are the callee's names
                 for name in scope:
                     k.binds.bind(name)
-                body = k.block(stmts[:-1] if ret is not None else stmts, top=True)
-                regions, results = [], None
-                if ret is not None and ret.value is not None:
-                    regions, results = self._returns(ret)
-            return Sequence(body.elements + tuple(regions)), results
+                body = k.block(src.tree.body, top=True)
+            return body, (returned[0] if returned else None)
         except KernelSyntaxError as exc:
             raise _called_from(exc, self.name, self.caller, self.line) from None
         finally:
-            k.src, k.scope, k.call_roots = saved
+            k.src, k.scope, k.call_roots, k.returning = saved
             k._call_stack.pop()
             k.arrays.assumptions[assumptions:] = [
                 (c, self.line, f"in {self.name}(): {src.speak(m)}")

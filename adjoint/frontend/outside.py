@@ -78,12 +78,17 @@ def is_constant(value):
 
 
 def _is_object(value):
-    """A value whose attributes a chain goes on reading (a model object, or a class of the
-    program: ``cls.F``, ``Config.F``)."""
+    """A value whose attributes a chain goes on reading: a model object, a class or a
+    module of the program (``cls.F``, ``Config.F``, ``mods.Lorenz96.dxdt``); not NumPy and
+    math, whose functions the frontend knows by their names."""
     if isinstance(value, type):
-        return (value.__module__ or "").split(".")[0] not in ("numpy", "builtins", "math")
-    return not (is_constant(value) or isinstance(value, (np.ndarray, types.ModuleType))
-                or callable(value))
+        return (value.__module__ or "").split(".")[0] not in LANGUAGE
+    if isinstance(value, types.ModuleType):
+        return value.__name__.split(".")[0] not in LANGUAGE
+    return not (is_constant(value) or isinstance(value, np.ndarray) or callable(value))
+
+
+LANGUAGE = ("numpy", "math", "builtins")
 
 
 def function_value(value):

@@ -161,8 +161,17 @@ class KernelBuilder(LoopLowering):
 
     def block(self, stmts, top=False):
         elements, mark = [], self.binds.mark()
-        for k, stmt in enumerate(stmts):
+        stmts, k = list(stmts), -1
+        while k + 1 < len(stmts):
+            k += 1
+            stmt = stmts[k]
             if top and k == 0 and _is_docstring(stmt):
+                continue
+            taken = self._decided_branch(stmt)
+            if taken is not None:       # `if stages == 4:` with a constant: as Python runs it
+                returns = bool(taken) and isinstance(taken[-1], ast.Return)
+                stmts[k:k + 1 if not returns else len(stmts)] = taken    # the rest: dead
+                k -= 1
                 continue
             if isinstance(stmt, ast.Return) and not (top and k == len(stmts) - 1):
                 raise self.src.error(stmt, "`return` must be the last statement of the kernel")
@@ -380,6 +389,21 @@ class KernelBuilder(LoopLowering):
         self.scope[target.id] = IntValue(ex.index(value, f"integer local {target.id!r}"))
         return []
 
+    def _decided_branch(self, stmt):
+        """The statements an ``if`` runs when its condition is known when compiling (an
+        integer condition of constants: a default, a module-level number), else None:
+        the branch not taken is never lowered, as Python never runs it."""
+        if not isinstance(stmt, ast.If) or _guards_data(stmt.test, self.scope):
+            return None
+        ex = ExpressionBuilder(self, self.scope)
+        try:
+            cond = ex.condition(stmt.test)
+        except KernelSyntaxError:
+            return None                 # _stmt_If reports it
+        if ex.reads or ex.prelude or cond not in (sp.true, sp.false):
+            return None
+        return list(stmt.body if cond is sp.true else stmt.orelse)
+
     def _stmt_If(self, stmt):
         line = stmt.lineno + self.src.first_line - 1
         before, cond = self._test(stmt.test, line)
@@ -435,6 +459,8 @@ class KernelBuilder(LoopLowering):
                 known + implied if both else [])
 
     def _stmt_Return(self, stmt):
+        if getattr(self, "returning", None) is not None:    # an inlined callee's (calls.py)
+            return self.returning(stmt)
         if stmt.value is None:
             return []
         return lower_return(self, stmt, RESULT)     # a number, an array or a tuple
