@@ -6,6 +6,7 @@ import re
 import threading
 import types
 import weakref
+from dataclasses import replace
 
 import numpy as np
 import sympy as sp
@@ -18,7 +19,9 @@ from .errors import AdjointError, ArgumentError, BoundsError, LinAlgError
 from .options import CUDA_SETTINGS, options, set_options, target
 from .sweep import Sweep
 from .frontend import RESULT, declared_types, read_source, type_of_value
-from .frontend.source import refuse_unreadable, with_defaults
+from .frontend.outside import HIDDEN, function_value, hidden_arrays
+from .frontend.source import check_parameters, decorated_source, function_tree, \
+    refuse_unreadable, with_defaults
 from .runtime.arguments import Binding, signature
 from .runtime.cuda import require_cuda
 from .runtime.memory import SMALL, BufferPool, HostMemory, idle, on_device
@@ -39,33 +42,38 @@ class Kernel:
         self._declared = declared_types(func)
         self._parameters = tuple(inspect.signature(func).parameters.values())
         self._source = None
+        self._outside = {}          # function values -> [(hidden argument, label, getter)]
         self._specs = {}
         self._bindings = {}         # signature -> (target, specialisation, Binding)
         self._lock = threading.Lock()
 
     def __call__(self, *args, **kwargs):
         args = self.positional(args, kwargs)
-        spec, binding = self.bound(args)
+        spec, binding, args = self.bound(args)
         return spec.call(binding, args)
 
     def bound(self, args) -> tuple:
-        """(specialisation, Binding) for ``args``. The specialisation's look-up and the
+        """(specialisation, Binding, the values its entry points take) for ``args``: the
+        values are ``args`` without the functions among them (constants of the
+        specialisation) and with the arrays the kernel reads from outside its body (hidden
+        arguments, read again at every call). The specialisation's look-up and the
         arguments' checks run once per argument signature (runtime/arguments.py) and
         target; the last BINDINGS signatures keep them (a call's sizes, its argument
-        types: every later call like it skips both)."""
+        types: every later call like it skips both), for kernels called without functions
+        and reading no arrays from outside."""
         key = signature(args)
         here = target()
         hit = self._bindings.get(key)
         if hit is not None and hit[0] is here:
-            return hit[1], hit[2]
-        spec = self.specialize(args)
-        binding = Binding(spec.sdfg, args)
-        if binding.reusable:
+            return hit[1], hit[2], args
+        spec, values = self._specialized(args, here)
+        binding = Binding(spec.sdfg, values)
+        if binding.reusable and values is args:
             with self._lock:
                 while len(self._bindings) >= BINDINGS:
                     del self._bindings[next(iter(self._bindings))]
                 self._bindings[key] = (here, spec, binding)
-        return spec, binding
+        return spec, binding, values
 
     def positional(self, args, kwargs):
         """``args`` and keyword arguments as Python binds them, in parameter order up to
@@ -84,19 +92,48 @@ class Kernel:
     def specialize(self, args) -> "Specialization":
         """The compiled forward for the types of ``args`` (annotations where given); the
         parameters after them take their default values, constants of the specialisation."""
+        return self._specialized(args, target())[0]
+
+    def _specialized(self, args, here):
+        """(the specialisation for ``args`` and target ``here``, the values its entry
+        points take: see ``bound``; ``args`` itself when they are the same)."""
         defaults = self._defaults(args)
         names = list(self._declared)[:len(args)]
-        types = {n: self._declared[n] or type_of_value(n, v) for n, v in zip(names, args)}
-        here = target()
+        functions = {n: v for n, v in zip(names, args) if function_value(v)}
+        given = [(n, v) for n, v in zip(names, args) if n not in functions]
+        types = {n: self._declared[n] or type_of_value(n, v) for n, v in given}
+        outside = self._hidden(functions)
+        hidden = tuple(get() for _, _, get in outside)
+        for (name, label, _), value in zip(outside, hidden):
+            types[name] = type_of_value(name[2:], value, what=f"the array {label}")
         key = (here,) + tuple((n, _type_key(t)) for n, t in types.items()) + \
-            tuple((n, "=", type(v).__name__, repr(v)) for n, v in defaults.items())
+            tuple((n, "=", type(v).__name__, repr(v)) for n, v in defaults.items()) + \
+            tuple((n, "function", id(v)) for n, v in functions.items())
         if key not in self._specs:
             if self._source is None:
-                self._source = read_source(self.__wrapped__)
-            src = with_defaults(self._source, defaults) if defaults else self._source
+                func = self.__wrapped__
+                self._source = decorated_source(func) if hasattr(func, "__wrapped__") \
+                    else read_source(func)
+            constants = {**defaults, **functions}
+            src = with_defaults(self._source, constants) if constants else self._source
+            src = replace(src, outside=tuple((n, v) for (n, _, _), v in zip(outside, hidden)),
+                          renamed=src.renamed + tuple((label, e) for n, label, _ in outside
+                                                      for e in (n, n[2:])))
             fwd = pipeline.lower_forward(src, self.__name__, types, here)
             self._specs[key] = Specialization(fwd)
-        return self._specs[key]
+        if not functions and not hidden:
+            return self._specs[key], args
+        return self._specs[key], tuple(v for _, v in given) + hidden
+
+    def _hidden(self, functions):
+        """[(hidden argument, label, getter)] of the arrays from outside that the kernel,
+        called with the function values ``functions``, reads (found once per functions)."""
+        key = tuple(id(f) for f in functions.values())
+        if key not in self._outside:
+            check_parameters(self.__wrapped__)
+            self._outside[key] = _hidden_names(hidden_arrays(self.__wrapped__, _tree,
+                                                             tuple(functions.values())))
+        return self._outside[key]
 
     def _defaults(self, args):
         """{parameter: default value} of the parameters ``args`` leaves out."""
@@ -131,10 +168,29 @@ class Kernel:
         return f"<adjoint.kernel {self.__name__}>"
 
 
+def _hidden_names(found):
+    """[(hidden argument, label, getter)]: ``__outside_<label>``, one name per array."""
+    out, taken = [], set()
+    for label, get in found:
+        name = HIDDEN + re.sub(r"\W", "_", label)
+        while name in taken:
+            name += "_"
+        taken.add(name)
+        out.append((name, label, get))
+    return out
+
+
+def _tree(func):
+    found = function_tree(func)
+    return None if found is None else found[0]
+
+
 def _run_as_python(func, *args, **kwargs):
     """Call the undecorated function with its size symbols bound to the arguments' sizes,
     so ``range(N)`` works in plain Python: the reference semantics of the kernel. The
     kernels it calls run as Python too."""
+    if inspect.ismethod(func):
+        return _run_as_python(func.__func__, func.__self__, *args, **kwargs)
     sizes = {}
     annotations = inspect.get_annotations(func, eval_str=True)
     given = inspect.signature(func).bind(*args, **kwargs)     # kernels calling kernels
@@ -178,8 +234,9 @@ class Specialization:
         self.setups = {}        # (backward, sizes) -> sweep.Setup
         self.pool = BufferPool()        # host buffers a finished gradient call gave back
         self.transients = BufferPool()  # those of the last forward call
-        self.floating_arguments = [a for a in self.sdfg.arguments if a.kind == "float" or
-                                   (a.kind == "array" and a.dtype.kind == "f")]
+        self.floating_arguments = [a for a in self.sdfg.arguments if (
+            a.kind == "float" or (a.kind == "array" and a.dtype.kind == "f"))
+            and not a.name.startswith(HIDDEN)]
         self.floating = [a.name for a in self.floating_arguments]
         written = written_containers(self.sdfg)     # tasklets, maps and matrix products
         self.written_arrays = [a.name for a in self.sdfg.arguments
@@ -484,7 +541,7 @@ def _differentiated(k, wrt, memory_budget, policy, snapshots):
     derivatives = {}        # specialisation -> (names, its backward)
 
     def run(args, value):
-        spec, binding = k.bound(args)
+        spec, binding, args = k.bound(args)
         found = derivatives.get(spec)
         if found is None:
             names = _check_wrt(k, spec, wrt)
@@ -505,7 +562,7 @@ def vjp(k: Kernel, *args, memory_budget=None, policy=None, snapshots=None):
     ``"return1"``, ...), maps every floating argument to its cotangent at entry, at the
     values of this call (what it reads of the caller's arrays is copied)."""
     k = kernel(k)
-    spec, binding = k.bound(args)
+    spec, binding, args = k.bound(args)
     outputs = set(spec.written_arrays) | set(spec.sdfg.returns)
     sweep = Sweep(spec, spec.backward(spec.floating, outputs), args, reusable=True,
                   budget=memory_budget, policy=policy, snapshots=snapshots, binding=binding)
@@ -583,8 +640,7 @@ def jvp(k: Kernel, primals, tangents):
     directional derivatives. The caller's arrays are not modified.
     """
     k = kernel(k)
-    primals = tuple(primals)
-    spec, binding = k.bound(primals)
+    spec, binding, primals = k.bound(tuple(primals))
     unknown = set(tangents) - set(spec.floating)
     if unknown:
         raise ArgumentError(f"tangents given for {sorted(unknown)}, but the floating arguments "

@@ -203,9 +203,9 @@ def test_floats_are_checked_on_every_call():
 def test_a_changed_target_gets_its_own_specialisation(monkeypatch):
     A, B = _x(), _x(seed=6)
     _warm(axpy, A, B, 0.5)
-    before, _ = axpy.bound((A, B, 0.5))
+    before, _, _ = axpy.bound((A, B, 0.5))
     monkeypatch.setattr(options, "reassociate", True)
-    after, _ = axpy.bound((A, B, 0.5))
+    after, _, _ = axpy.bound((A, B, 0.5))
     assert after is not before
     want, _ = _expect_axpy(A, B, 0.5)
     assert axpy(A, B.copy(), 0.5) == pytest.approx(want, rel=1e-12)

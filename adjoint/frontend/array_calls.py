@@ -209,9 +209,17 @@ def _flag(b, args, name, default=False):
 
 
 def _shape(b, node):
-    """A shape argument: ``N``, ``(N, M)``, ``[N, M]`` or ``A.shape``."""
+    """A shape argument: ``N``, ``(N, M)``, ``[N, M]``, ``A.shape``, a slice of one
+    (``A.shape[:-1]``) or a sum of them (``V.shape[:-1] + (n, J)``)."""
     if isinstance(node, ast.Attribute) and node.attr == "shape":
         return b.expr(node.value).shape
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return tuple(_shape(b, node.left)) + tuple(_shape(b, node.right))
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice) and \
+            isinstance(node.value, ast.Attribute) and node.value.attr == "shape":
+        bounds = [None if n is None else _constant_int(b, n)
+                  for n in (node.slice.lower, node.slice.upper, node.slice.step)]
+        return tuple(b.expr(node.value.value).shape)[slice(*bounds)]
     items = node.elts if isinstance(node, (ast.Tuple, ast.List)) else [node]
     return tuple(b.ex.index(item, "an array size") for item in items)
 
@@ -543,6 +551,85 @@ def _triangle(lower):
             return fp.select(number(a.at(index)), keep(j - i, k), sp.Integer(0))
         return ArrayExpr(a.shape, at)
     return handler
+
+
+def _diag(b, node, args):
+    """``np.diag(v, k)``: a vector's square matrix with ``v`` on diagonal ``k`` (zeros
+    elsewhere), or a matrix's diagonal ``k`` as a vector; both index maps."""
+    a = b.expr(_required(b, node, args, "v"))
+    k = b.ex.index(args["k"], "a diagonal offset") if "k" in args else sp.Integer(0)
+    if k.is_nonnegative is None and k.is_nonpositive is None:
+        raise b.src.error(node, f"`{ast.unparse(node)}`: the sign of the offset {k} must be "
+                                "known when compiling")
+    up = bool(k.is_nonnegative)
+    if a.rank == 1:
+        n = a.shape[0]
+        size = n + abs(k)
+
+        def at(index):
+            i, j = index            # v's element, clamped in bounds where it is not taken
+            return fp.select(number(a.at((sp.Min(i if up else j, n - 1),))),
+                             sp.Eq(j - i, k), sp.Integer(0))
+        return ArrayExpr((size, size), at)
+    if a.rank != 2:
+        raise b.src.error(node, f"`{ast.unparse(node)}` takes a 1-D or 2-D array")
+    n, m = a.shape
+    size = sp.Max(0, sp.Min(n, m - k) if up else sp.Min(n + k, m))
+    return remap(a, (size,), lambda q: (q[0], q[0] + k) if up else (q[0] - k, q[0]),
+                 keep_view=False)
+
+
+def _tile(b, node, args):
+    """``np.tile(A, reps)``: element ``q`` is ``A[q % A.shape]`` (``A`` promoted to as many
+    dimensions as ``reps`` has, and ``reps`` to ``A``'s)."""
+    a = b.expr(_required(b, node, args, "A"))
+    reps = [b.ex.index(n, "a repetition count") for n in _items(_required(b, node, args,
+                                                                          "reps"))]
+    rank = max(a.rank, len(reps))
+    shape = (sp.Integer(1),) * (rank - a.rank) + tuple(a.shape)
+    reps = [sp.Integer(1)] * (rank - len(reps)) + reps
+    for r in reps:
+        if r.is_negative:
+            raise b.src.error(node, f"`{ast.unparse(node)}`: a negative repetition count")
+    out = tuple(n * r for n, r in zip(shape, reps))
+    _check_sizes(b, node, out)
+
+    def old_index(q):
+        q = q[rank - a.rank:]
+        return tuple(i if r == 1 else python_mod(i, n)
+                     for i, n, r in zip(q, a.shape, reps[rank - a.rank:]))
+    return remap(a, out, old_index, keep_view=False)
+
+
+def _average(b, node, args):
+    """``np.average``: the mean, or with ``weights`` ``sum(a * w) / sum(w)`` over the axes
+    (1-D weights along the one axis, as NumPy); ``returned=`` is not supported."""
+    a = b.expr(_required(b, node, args, "a"))
+    axes = _axes(b, args.get("axis"), a.rank)
+    keep = _flag(b, args, "keepdims")
+    weights = args.get("weights")
+    if weights is None or isinstance(weights, ast.Constant) and weights.value is None:
+        return mean(b, node, a, axes, keep)
+    w = b.expr(weights)
+    if w.rank == 1 and a.rank > 1:
+        if len(axes) != 1:
+            raise b.src.error(node, f"`{ast.unparse(node)}`: 1-D weights need one axis")
+        axis = axes[0]
+        b.agree(node, w.shape[0], a.shape[axis], w.shape, a.shape,
+                "weights and the array along the axis")
+        flat = w
+        w = ArrayExpr(a.shape, lambda index: flat.at((index[axis],)))
+    elif w.rank != a.rank:
+        raise b.src.error(node, f"`{ast.unparse(node)}`: the weights must have the array's "
+                                "shape, or be 1-D along the axis")
+    else:
+        for x, y in zip(w.shape, a.shape):
+            b.agree(node, x, y, w.shape, a.shape, "weights and the array")
+    product = ArrayExpr(a.shape, lambda index: fp.mul(number(a.at(index)),
+                                                      number(w.at(index))))
+    total = reduction(b, node, "sum", product, axes, keep)
+    scale = reduction(b, node, "sum", w, axes, keep)
+    return ArrayExpr(total.shape, lambda index: fp.div(total.at(index), scale.at(index)))
 
 
 # ---- scans: cumsum, cumprod, ufunc.accumulate ---------------------------------------------
@@ -890,6 +977,9 @@ NUMPY = {
     "roll": (_roll, ("a", "shift", "axis"), ()),
     "diff": (_diff, ("a", "n", "axis"), ()),
     "triu": (_triangle(False), ("m", "k"), ()),
+    "diag": (_diag, ("v", "k"), ()),
+    "tile": (_tile, ("A", "reps"), ()),
+    "average": (_average, ("a", "axis", "weights"), ("keepdims",)),
     "tril": (_triangle(True), ("m", "k"), ()),
     "cumsum": (_cumulative(fp.add), ("a", "axis", "dtype"), ()),
     "cumprod": (_cumulative(fp.mul), ("a", "axis", "dtype"), ()),

@@ -25,6 +25,7 @@ see :func:`lower_return`.
 import ast
 import copy
 import inspect
+import math
 import sys
 import weakref
 from dataclasses import dataclass, replace
@@ -42,8 +43,10 @@ from .array_shapes import ArrayExpr, MaskValue, View, ViewValue, fmt_shape, numb
     without_view
 from .array_stores import store, tasklet_body, temporary
 from .expressions import DataValue, ExpressionBuilder, IntValue
-from .locals import classify_locals
-from .source import read_source, register_source
+from .locals import classify_locals, is_integer_expression
+from .outside import MATH_NAME, NUMPY_NAME, as_library_calls, bind_arrays, \
+    function_value, library_function
+from .source import function_tree, is_registered, read_source, register_source
 
 FLOAT64 = np.dtype(np.float64)
 
@@ -51,14 +54,17 @@ FLOAT64 = np.dtype(np.float64)
 @dataclass(frozen=True)
 class Returned:
     """One value a callee returned, independent of the builder that will read it."""
-    kind: str                           # "scalar", "array" (a temporary) or "view"
+    kind: str                           # "scalar", "int", "array" (a temporary) or "view"
     container: Optional[Container] = None
     view: Optional[View] = None
     shape: tuple = ()
     boolean: bool = False
+    value: object = None                # an "int": the integer expression
 
     def expr(self, b) -> ArrayExpr:
         """The value as an ArrayExpr read through the ArrayBuilder ``b``."""
+        if self.kind == "int":
+            return ArrayExpr((), lambda index: self.value)
         if self.kind == "scalar":
             name = self.container.name
             return ArrayExpr((), lambda index: b.ex._read(name, ()))
@@ -68,6 +74,8 @@ class Returned:
 
     def binding(self, name, loops):
         """What a name bound to this value is (tuple unpacking)."""
+        if self.kind == "int":
+            return IntValue(self.value)
         if self.kind == "view":
             return ViewValue(name, self.view, self.shape, self.boolean, loops)
         return (MaskValue if self.boolean else DataValue)(self.container)
@@ -121,7 +129,7 @@ def local_function(kernel, node, name):
                               "functions inside a kernel may use only constants and "
                               "module-level names)") from None
     func = namespace[name]
-    register_source(func, replace(src, tree=node, renamed=()))
+    register_source(func, replace(src, tree=node))
     kernel.__dict__.setdefault("_closures", {})[func] = kernel.scope   # read at each call
     return func
 
@@ -133,21 +141,24 @@ def _as_kernel(func):
     return _KERNELS[func]
 
 
+def is_function(value):
+    """A value that is a function to the engine: a kernel or a plain function."""
+    from ..api import Kernel
+    return isinstance(value, Kernel) or _plain_function(value)
+
+
 def _plain_function(target):
-    """A ``def`` of the user's program with readable source: not a lambda, not NumPy's,
-    SciPy's or the standard library's own Python functions (those are the language's
-    functions, or unsupported)."""
-    if not inspect.isfunction(target) or target.__name__ == "<lambda>" or \
-            hasattr(target, "__wrapped__"):                     # decorated: see the hint
+    """A function of the user's program with readable source (a ``def``, a lambda, a bound
+    method, a decorator's wrapper): not NumPy's, SciPy's or the standard library's own
+    Python functions (those are the language's functions, or unsupported)."""
+    if not (inspect.isfunction(target) or inspect.ismethod(target)):
         return False
+    if is_registered(target):
+        return True
     module = (getattr(target, "__module__", None) or "").split(".")[0]
     if module in LIBRARIES or module in sys.stdlib_module_names:
         return False
-    try:
-        inspect.getsource(target)
-    except (OSError, TypeError):
-        return False
-    return True
+    return function_tree(target) is not None
 
 
 LIBRARIES = {"numpy", "scipy", "sympy", "adjoint"}
@@ -156,12 +167,18 @@ LIBRARIES = {"numpy", "scipy", "sympy", "adjoint"}
 def plain_function_hint(kernel, node):
     """For a call to a Python function that cannot be inlined: why."""
     func = node.func if isinstance(node, ast.Call) else None
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and \
+            func.value.id in (NUMPY_NAME, MATH_NAME):           # imported by name
+        return (f"; `{func.attr}` has no Python source the engine can read (a builtin, a "
+                "C extension or a library function): only Python functions defined in your "
+                "program are inlined")
     if not isinstance(func, ast.Name) or func.id in kernel.scope:
         return ""
     if hasattr(kernel.src.globals.get(func.id), "__wrapped__"):
-        return (f"; `{func.id}` is wrapped by a decorator, and the engine would compile the "
-                "function inside without what the decorator does: call the undecorated "
-                "function, or write the decorator's work into the kernel")
+        return (f"; `{func.id}` is wrapped by a decorator whose wrapper has no Python "
+                "source, and the engine would compile the function inside without what "
+                "the decorator does: call the undecorated function, or write the "
+                "decorator's work into the kernel")
     if callable(kernel.src.globals.get(func.id)):
         return (f"; `{func.id}` has no Python source the engine can read (a builtin, a C "
                 "extension or a library function): only Python functions defined in your "
@@ -172,11 +189,55 @@ def plain_function_hint(kernel, node):
 def call_value(ex, node):
     """The number a call to a kernel stands for in a scalar expression."""
     result = single_result(ex, node)
+    if result.kind == "int":
+        return result.value
     if result.kind != "scalar":
         raise ex.src.error(node, f"`{_short(node)}` returns an array of shape "
                                  f"{fmt_shape(result.shape)} where a single number is "
                                  "needed; index it or reduce it (np.sum, ...)")
     return ex._read(result.container.name, ())
+
+
+def call_index(ex, node, what):
+    """The integer a call stands for in an index (``F[i, md(i + 1)]``): the callee must
+    return an integer expression and do nothing else."""
+    result = single_result(ex, node)
+    done = ex.kernel._inlined[id(node)]
+    if result.kind != "int" or any(_written(r) for r in done.regions):
+        raise ex.src.error(node, f"{what} must be an integer expression; `{_short(node)}` "
+                                 "returns a number that is not one (only functions returning "
+                                 "an integer expression of their integer arguments are "
+                                 "indices)")
+    return result.value
+
+
+def returns_integer(kernel, call, k):
+    """Whether the function ``call`` calls returns an integer expression (element ``k`` of
+    its returned tuple; None: its one value), as far as its source tells without the
+    call's arguments: what classify_locals asks of ``n, m = f(...)``."""
+    func = kernel.src.globals.get(call.func.id) if isinstance(call.func, ast.Name) else None
+    func = func.__wrapped__ if hasattr(func, "py_func") else func
+    if not _plain_function(func):
+        return False
+    tree = read_source(func).tree
+    last = tree.body[-1] if tree.body else None
+    if not isinstance(last, ast.Return) or last.value is None:
+        return False
+    value = last.value
+    if k is not None:
+        if not isinstance(value, ast.Tuple) or len(value.elts) <= k:
+            return False
+        value = value.elts[k]
+    depth = kernel.__dict__.setdefault("_classifying", [0])
+    if depth[0] > 8:                            # recursion: not followed
+        return False
+    depth[0] += 1
+    try:
+        asks = lambda c, j: returns_integer(kernel, c, j)       # noqa: E731
+        ints, _ = classify_locals(tree, set(), {a.arg for a in tree.args.args}, asks)
+        return is_integer_expression(value, ints, asks)
+    finally:
+        depth[0] -= 1
 
 
 def call_expr(b, node) -> ArrayExpr:
@@ -289,7 +350,7 @@ def check_declared_return(src, stmt, results):
     declared = src.tree.returns
     if not (isinstance(declared, ast.Name) and declared.id == "float"):
         return
-    if len(results) != 1 or results[0].kind != "scalar":
+    if len(results) != 1 or results[0].kind not in ("scalar", "int"):
         what = f"{len(results)} values" if len(results) != 1 else \
             f"an array of shape {fmt_shape(results[0].shape)}"
         raise src.error(stmt, f"{src.tree.name}() is declared `-> float` and returns {what}; "
@@ -355,12 +416,19 @@ class _Inliner:
         src = read_source(self.func)
         self._check_recursion(src)
         params = self._bind_parameters()
+        src, params = _forwarded(src, params)
+        functions = {p: f for p, f in ((p, self._function(a)) for p, a in params.items())
+                     if f is not None}
         tree, renamed = _rename(src.tree, params, self._taken(src.tree), self.kernel)
-        callee_src = replace(src, tree=tree, renamed=tuple(renamed.items()))
+        tree, names = as_library_calls(tree, {renamed[p]: f for p, f in functions.items()})
+        callee_src = replace(src, tree=tree, renamed=src.renamed + tuple(renamed.items()),
+                             globals={**src.globals, **names})
+        params = {p: a for p, a in params.items() if p not in functions}
         containers_before = set(self.kernel.containers)
         self.assigned = {n.id for n in ast.walk(src.tree)
                          if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
         scope = self._arguments(params, renamed)
+        bind_arrays(self.kernel, callee_src, scope)
         body, results = self._lower_body(callee_src, scope)
         self._check_effects(body, containers_before)
         return self.prelude + [_relocate(body, self.line)], results
@@ -391,7 +459,7 @@ class _Inliner:
                 any(k.arg is None for k in node.keywords):
             raise self.caller.error(node, f"`{_short(node)}`: *args and **kwargs in calls are "
                                           "not supported; pass each argument")
-        sig = inspect.signature(self.func)
+        sig = inspect.signature(self.func, follow_wrapped=False)    # a wrapper's own
         try:
             bound = sig.bind(*node.args, **{k.arg: k.value for k in node.keywords})
         except TypeError as exc:
@@ -400,13 +468,37 @@ class _Inliner:
         bound.apply_defaults()
         out = {}
         for pname, value in bound.arguments.items():
-            if not isinstance(value, ast.AST):
-                if isinstance(value, bool) or not isinstance(value, (int, float)):
+            if sig.parameters[pname].kind in (inspect.Parameter.VAR_POSITIONAL,
+                                              inspect.Parameter.VAR_KEYWORD) or \
+                    function_value(value):
+                out[pname] = value          # *args, **kwargs; a function as a default
+            elif not isinstance(value, ast.AST):
+                if not isinstance(value, (int, float)):       # True/False: 1 and 0
                     raise self.caller.error(node, f"`{_short(node)}`: the default value "
                                                   f"{value!r} of {pname!r} is not a number")
                 value = ast.copy_location(ast.Constant(value), node)
             out[pname] = value
         return out
+
+    def _function(self, arg):
+        """The function an argument is, or None: a lambda written in the call (a function
+        of the caller's body), a name of a function (the caller's, the program's, a
+        kernel), or a function-valued default."""
+        if not isinstance(arg, ast.AST):
+            return arg if function_value(arg) else None
+        if isinstance(arg, ast.Lambda):
+            self.kernel._counter += 1
+            return local_function(self.kernel, arg, f"lambda_{self.kernel._counter}")
+        if isinstance(arg, ast.Name) and arg.id not in self.kernel.scope:
+            value = self.caller.globals.get(arg.id)
+            if is_function(value) or library_function(value):
+                return value
+        if isinstance(arg, ast.Attribute) and isinstance(arg.value, ast.Name) and \
+                arg.value.id not in self.kernel.scope:       # np.sin, math.exp
+            module = self.caller.globals.get(arg.value.id)
+            if module in (np, math) and library_function(getattr(module, arg.attr, None)):
+                return getattr(module, arg.attr)
+        return None
 
     def _taken(self, tree):
         names = set(self.kernel.containers) | set(self.kernel.scope)
@@ -422,7 +514,7 @@ class _Inliner:
         b = ArrayBuilder(ExpressionBuilder(self.kernel, self.kernel.scope))
         scope = {f"<caller {k}>": v for k, v in self.kernel.scope.items()
                  if isinstance(v, IntValue)}         # keeps the caller's views in scope
-        declared = self.callee._declared
+        declared = {} if hasattr(self.func, "__wrapped__") else self.callee._declared
         sizes = {}
         for pname, arg in params.items():
             scope[renamed[pname]] = self._argument(b, pname, renamed[pname],
@@ -504,34 +596,38 @@ class _Inliner:
     # ---- body --------------------------------------------------------------------------
     def _lower_body(self, src, scope):
         k = self.kernel
-        saved = (k.src, k.scope, getattr(k, "call_roots", set()))
+        saved = (k.src, k.scope, getattr(k, "call_roots", set()), getattr(k, "returning", None))
         k._call_stack.append(_where(src))
         assumptions = len(k.arrays.assumptions)
+        returned = []
+
+        def returning(stmt):            # the callee's `return`: its values, not the kernel's
+            if stmt.value is None:
+                return []
+            regions, results = self._returns(stmt)
+            returned.append(results)
+            return regions
         try:
-            k.src, k.scope = src, scope
+            k.src, k.scope, k.returning = src, scope, returning
             int_names = {n for n, v in scope.items() if isinstance(v, IntValue)}
-            ints, floats = classify_locals(src.tree, int_names, set(scope))
+            ints, floats = classify_locals(src.tree, int_names, set(scope),
+                                           lambda c, j: returns_integer(k, c, j))
             k.int_locals = set(k.int_locals) | ints
             for local in floats:
                 k.containers.setdefault(local, Container(local, FLOAT64, (), True))
             k.arrays.count(src.tree)
-            stmts = src.tree.body
-            ret = stmts[-1] if stmts and isinstance(stmts[-1], ast.Return) else None
             with k.binds.region("call"):            # the parameters are the callee's names
                 for name in scope:
                     k.binds.bind(name)
-                body = k.block(stmts[:-1] if ret is not None else stmts, top=True)
-                regions, results = [], None
-                if ret is not None and ret.value is not None:
-                    regions, results = self._returns(ret)
-            return Sequence(body.elements + tuple(regions)), results
+                body = k.block(src.tree.body, top=True)
+            return body, (returned[0] if returned else None)
         except KernelSyntaxError as exc:
             raise _called_from(exc, self.name, self.caller, self.line) from None
         finally:
-            k.src, k.scope, k.call_roots = saved
+            k.src, k.scope, k.call_roots, k.returning = saved
             k._call_stack.pop()
             k.arrays.assumptions[assumptions:] = [
-                (c, self.line, f"in {self.name}(): {m}")
+                (c, self.line, f"in {self.name}(): {src.speak(m)}")
                 for c, _, m in k.arrays.assumptions[assumptions:]]
 
     def _returns(self, stmt):
@@ -542,6 +638,10 @@ class _Inliner:
         regions, results = [], []
         for element in elements:
             self.kernel.call_roots = {id(element)}
+            integer = _integer(self.kernel, element)
+            if integer is not None:             # sizes, constants, int locals: integers
+                results.append(Returned("int", value=integer))
+                continue
             name = self.kernel.new_transient("__ret").name
             more, result = store_value(self.kernel, stmt, element, name, keep_views=True)
             regions += more
@@ -551,6 +651,66 @@ class _Inliner:
 
 
 # ---- helpers --------------------------------------------------------------------------------
+def _integer(kernel, node):
+    """``node``'s integer expression when it is one (no data read), else None."""
+    if not is_integer_expression(node, {n for n, v in kernel.scope.items()
+                                        if isinstance(v, IntValue)} | set(kernel.int_locals),
+                                 lambda c, j: returns_integer(kernel, c, j)) and \
+            not isinstance(node, ast.Name):
+        return None
+    ex = ExpressionBuilder(kernel, kernel.scope)
+    try:
+        value = ex.index(node)
+    except KernelSyntaxError:
+        return None
+    return value if not ex.reads and not ex.prelude else None
+
+
+def _forwarded(src, params):
+    """A callee with ``*args``/``**kwargs`` (a decorator's wrapper forwarding them) as one
+    with a parameter per value the call gives them, each forwarded where the body writes
+    ``*args``/``**kwargs`` in a call; other uses of them are refused naming the line."""
+    args = src.tree.args
+    star = args.vararg.arg if args.vararg else None
+    stars = args.kwarg.arg if args.kwarg else None
+    if star is None and stars is None:
+        return src, params
+    given = params.pop(star, ()) if star else ()
+    named = params.pop(stars, {}) if stars else {}
+    extra = {f"{star}_{k}": v for k, v in enumerate(given)}
+    extra.update({f"{stars}_{k}": v for k, v in named.items()})
+    tree = copy.deepcopy(src.tree)
+
+    class Forward(ast.NodeTransformer):
+        def visit_Call(self, node):
+            self.generic_visit(node)
+            out = []
+            for a in node.args:
+                if isinstance(a, ast.Starred) and isinstance(a.value, ast.Name) and \
+                        a.value.id == star:
+                    out += [ast.Name(f"{star}_{k}", ast.Load()) for k in range(len(given))]
+                else:
+                    out.append(a)
+            keywords = []
+            for k in node.keywords:
+                if k.arg is None and isinstance(k.value, ast.Name) and k.value.id == stars:
+                    keywords += [ast.keyword(n, ast.Name(f"{stars}_{n}", ast.Load()))
+                                 for n in named]
+                else:
+                    keywords.append(k)
+            node.args, node.keywords = out, keywords
+            return node
+    tree = Forward().visit(tree)
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name) and n.id in (star, stars):
+            raise src.error(n, f"`{n.id}` ({'*' if n.id == star else '**'}{n.id}) is used "
+                               "other than forwarded to a call (`f(x, *args, **kwargs)`), "
+                               "which kernels do not support")
+    tree.args = ast.arguments(args.posonlyargs, args.args + [ast.arg(n) for n in extra],
+                              None, args.kwonlyargs, args.kw_defaults, None, [])
+    return replace(src, tree=ast.fix_missing_locations(tree)), {**params, **extra}
+
+
 def _where(src):
     """Where a function's ``def`` is (a function defined in a kernel shares its source)."""
     return src.filename, src.first_line + src.tree.lineno - 1

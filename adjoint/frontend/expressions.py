@@ -162,7 +162,7 @@ class ExpressionBuilder:
     def _index_Attribute(self, node, what):
         """``A.size`` (the number of elements) and ``A.ndim``."""
         if node.attr in ("size", "ndim") and self._module(node.value) is None:
-            shape = self._array(node.value).shape
+            shape = self._shape_of(node.value)
             return sp.Integer(len(shape)) if node.attr == "ndim" else sp.Mul(*shape)
         raise self.src.error(node, f"{what} must be an integer expression of sizes, int "
                                    f"arguments and loop variables; got `{ast.unparse(node)}`")
@@ -170,13 +170,14 @@ class ExpressionBuilder:
     def _index_Subscript(self, node, what):
         # A.shape[k]
         if (isinstance(node.value, ast.Attribute) and node.value.attr == "shape"
-                and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, int)):
-            container = self._array(node.value.value)
-            k = node.slice.value
-            if not -len(container.shape) <= k < len(container.shape):
-                raise self.src.error(node, f"{ast.unparse(node)}: {container.name} has "
-                                           f"{len(container.shape)} dimensions")
-            return container.shape[k]
+                and isinstance(node.slice, (ast.Constant, ast.UnaryOp))):
+            shape = self._shape_of(node.value.value)
+            k = self.index(node.slice, "an axis")
+            if not (k.is_Integer and -len(shape) <= k < len(shape)):
+                raise self.src.error(node, f"{ast.unparse(node)}: "
+                                           f"{ast.unparse(node.value.value)} has "
+                                           f"{len(shape)} dimensions")
+            return shape[int(k)]
         container = self._array(node.value)
         if container.dtype.kind != "i":
             raise self.src.error(node, f"{what} cannot use floating-point data "
@@ -184,12 +185,21 @@ class ExpressionBuilder:
         return index_load(container.name, self._subset(container, node))
 
     def _index_Call(self, node, what):
+        from .calls import call_index, callee_of
+        if callee_of(self.kernel, node) is not None:        # md(i + 1): an integer function
+            return call_index(self, node, what)
+        if self._function_name(node.func) in ("mod", "remainder", "floor_divide") and \
+                isinstance(node.func, ast.Attribute) and len(node.args) == 2:   # np.mod
+            a, b = (self.index(x, what) for x in node.args)
+            divisor = self._divisor(node, b)
+            return floordiv(a, divisor) if node.func.attr == "floor_divide" else \
+                python_mod(a, divisor)
         name = self._builtin_name(node.func)
         if name == "len" and len(node.args) == 1:
-            container = self._array(node.args[0])
-            if not container.shape:
+            shape = self._shape_of(node.args[0])
+            if not shape:
                 raise self.src.error(node, "len() of a scalar")
-            return container.shape[0]
+            return shape[0]
         if name in ("min", "max") and len(node.args) >= 2 and not node.keywords:
             args = [self.index(a, what) for a in node.args]
             return sp.Min(*args) if name == "min" else sp.Max(*args)
@@ -318,6 +328,15 @@ class ExpressionBuilder:
             return None
         return sp.Integer(int(value)) if isinstance(value, (int, np.integer)) else \
             sp.Float(float(value))
+
+    def _shape_of(self, node):
+        """The shape of an array, a view of one (``U = x[..., :n]``) or an array
+        expression: what ``.shape``, ``len`` and ``.size`` read."""
+        binding = self.scope.get(node.id) if isinstance(node, ast.Name) else None
+        if isinstance(binding, DataValue):
+            return binding.container.shape
+        from .arrays import ArrayBuilder
+        return ArrayBuilder(self).expr(node).shape
 
     def _read(self, data, subset):
         key = (data, tuple(subset))

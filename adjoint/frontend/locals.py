@@ -4,12 +4,14 @@ import ast
 INT_OPS = (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod, ast.Pow)
 
 
-def classify_locals(fn: ast.FunctionDef, int_names, params):
+def classify_locals(fn: ast.FunctionDef, int_names, params, returns_int=None):
     """Return (integer locals, float locals).
 
     A local is an integer alias when it is assigned exactly once, by plain
     assignment, from an integer expression: it is then substituted into the
     indices that use it. Every other local is a float64 scalar container.
+    ``returns_int(call, k)`` says whether a function a call calls returns an integer
+    (element ``k`` of its tuple, or None): ``nU, J, U = self.unpack(x)``, ``n = size(x)``.
     """
     sites, loop_vars = {}, set()
     for node in ast.walk(fn):
@@ -26,7 +28,7 @@ def classify_locals(fn: ast.FunctionDef, int_names, params):
     while changed:
         changed = False
         for name in sorted(candidates - int_locals):
-            if _is_int(sites[name][0][1], ints | int_locals):
+            if is_integer_expression(sites[name][0][1], ints | int_locals, returns_int):
                 int_locals.add(name)
                 changed = True
     return int_locals, sorted(set(sites) - int_locals - loop_vars)
@@ -46,7 +48,9 @@ def _targets(node):
             pairs.append((t, node.value))
             continue
         values = [None] * len(t.elts)
-        if isinstance(node.value, (ast.Tuple, ast.List)) and len(node.value.elts) == len(t.elts):
+        if isinstance(node.value, ast.Call):
+            values = [_Result(node.value, k) for k in range(len(t.elts))]
+        elif isinstance(node.value, (ast.Tuple, ast.List)) and len(node.value.elts) == len(t.elts):
             values = node.value.elts
         elif isinstance(node.value, ast.Attribute) and node.value.attr == "shape":
             values = [ast.Subscript(node.value, ast.Constant(k), ast.Load())
@@ -55,21 +59,40 @@ def _targets(node):
     return pairs
 
 
-def _is_int(node, ints):
+class _Result:
+    """Element ``k`` of the tuple a call returns (``a, b = f(...)``)."""
+    def __init__(self, call, k):
+        self.call, self.k = call, k
+
+
+def is_integer_expression(node, ints, returns_int=None):
+    """Whether ``node`` is an integer expression of the names ``ints`` (and of calls
+    ``returns_int`` says return integers)."""
+    def recurse(n):
+        return is_integer_expression(n, ints, returns_int)
+    if isinstance(node, _Result):
+        return bool(returns_int and returns_int(node.call, node.k))
     if isinstance(node, ast.Constant):
         return isinstance(node.value, int) and not isinstance(node.value, bool)
     if isinstance(node, ast.Name):
         return node.id in ints
     if isinstance(node, ast.UnaryOp):
-        return isinstance(node.op, (ast.USub, ast.UAdd)) and _is_int(node.operand, ints)
+        return isinstance(node.op, (ast.USub, ast.UAdd)) and recurse(node.operand)
     if isinstance(node, ast.BinOp):
-        return isinstance(node.op, INT_OPS) and _is_int(node.left, ints) \
-            and _is_int(node.right, ints)
+        return isinstance(node.op, INT_OPS) and recurse(node.left) and recurse(node.right)
     if isinstance(node, ast.Subscript):      # A.shape[k]
         return isinstance(node.value, ast.Attribute) and node.value.attr == "shape"
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
         if node.func.id == "len":
             return True
         if node.func.id in ("min", "max", "int"):
-            return all(_is_int(a, ints) for a in node.args)
+            return all(recurse(a) for a in node.args)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+            node.func.attr in INT_FUNCTIONS:
+        return all(recurse(a) for a in node.args)
+    if isinstance(node, ast.Call):
+        return bool(returns_int and returns_int(node, None))
     return False
+
+
+INT_FUNCTIONS = ("mod", "remainder", "floor_divide")     # np.mod(i, M) of integers

@@ -7,6 +7,7 @@ the exit flag from the test. Flags are data decisions like ``if`` flags, so the
 reverse sweep replays them, and loops that may end early tape their trip count.
 """
 import ast
+import copy
 from dataclasses import dataclass
 from typing import Optional
 
@@ -34,6 +35,10 @@ class LoopLowering:
         if stmt.orelse:
             raise self.src.error(stmt, "`for ... else` is not supported")
         it = stmt.iter
+        if isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and \
+                it.func.attr == "ndindex" and \
+                ExpressionBuilder(self, self.scope)._module(it.func.value) is np:
+            return self._stmt_For(self._ndindex(stmt))
         if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name)
                 and it.func.id == "range" and it.func.id not in self.src.globals
                 and not it.keywords and 1 <= len(it.args) <= 3):
@@ -111,6 +116,40 @@ class LoopLowering:
         loop = ast.For(ast.Name(k, ast.Store()), rng, head + stmt.body, [])
         loop.over_indices = index is None
         return ast.fix_missing_locations(ast.copy_location(_placed(loop, stmt), stmt))
+
+    def _ndindex(self, stmt):
+        """``for i, j in np.ndindex(N, M)`` (or ``np.ndindex(A.shape)``) as the nested loops
+        ``for i in range(N): for j in range(M):``, the last index fastest as NumPy's; a
+        single name (``for idx in ...``) stands for the tuple of indices (``A[idx]``)."""
+        from .array_calls import _shape
+        it, target = stmt.iter, stmt.target
+        if it.keywords:
+            raise self.src.error(it, "np.ndindex takes the shape only")
+        b = ArrayBuilder(ExpressionBuilder(self, self.scope))
+        items = it.args[0] if len(it.args) == 1 else ast.Tuple(it.args, ast.Load())
+        shape = _shape(b, items)
+        body = stmt.body
+        if isinstance(target, ast.Tuple) and all(isinstance(t, ast.Name) for t in target.elts):
+            names = [t.id for t in target.elts]
+        elif isinstance(target, ast.Name):
+            self._counter += 1
+            names = [f"__ix{self._counter}_{k}" for k in range(len(shape))]
+            body = [_as_tuple(s, target.id, names) for s in body]
+        else:
+            raise self.src.error(target, "unpack np.ndindex into names (`for i, j in ...`) "
+                                         "or take the tuple (`for idx in ...`)")
+        if len(names) != len(shape):
+            raise self.src.error(target, f"np.ndindex gives {len(shape)} indices, unpacked "
+                                         f"into {len(names)} names")
+        for name, size in zip(names[::-1], shape[::-1]):
+            self._counter += 1
+            n = f"__n{self._counter}"
+            self.scope[n] = IntValue(size)
+            rng = ast.Call(ast.Name("range", ast.Load()), [ast.Name(n, ast.Load())], [])
+            loop = ast.For(ast.Name(name, ast.Store()), rng, body, [])
+            loop.over_indices = name.startswith("__")
+            body = [loop]
+        return ast.fix_missing_locations(_placed(body[0], stmt))
 
     def _stmt_While(self, stmt):
         if stmt.orelse:
@@ -204,6 +243,17 @@ class LoopLowering:
 def _call_of(kernel, node, name):
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
         node.func.id == name and name not in kernel.src.globals and not node.keywords
+
+
+def _as_tuple(stmt, name, names):
+    """``stmt`` with the name ``name`` read as the tuple of ``names``."""
+    class Rewrite(ast.NodeTransformer):
+        def visit_Name(self, node):
+            if node.id == name and isinstance(node.ctx, ast.Load):
+                return ast.copy_location(ast.Tuple([ast.Name(n, ast.Load()) for n in names],
+                                                   ast.Load()), node)
+            return node
+    return Rewrite().visit(copy.deepcopy(stmt))
 
 
 def _placed(tree, where):

@@ -13,6 +13,7 @@ import sympy as sp
 
 from ..errors import ArgumentError, KernelSyntaxError
 from ..types import ArrayType
+from .outside import as_library_calls, function_value, resolve
 
 FLOAT_DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
 INT_DTYPES = (np.dtype(np.int64), np.dtype(np.int32), np.dtype(np.bool_))
@@ -28,13 +29,20 @@ class KernelSource:
     indent: int
     globals: dict
     renamed: tuple = ()     # (original, engine name) of an inlined callee's locals
+    defaults: tuple = ()    # the function's default values (functions among them are inlined)
+    outside: tuple = ()     # (hidden argument, array) of a kernel's arrays from outside
 
     def error(self, node, message):
         line = getattr(node, "lineno", 1) + self.first_line - 1
         col = getattr(node, "col_offset", 0) + self.indent + 1
-        for original, name in self.renamed:         # messages speak the user's names
+        return KernelSyntaxError(self.speak(message), self.filename, line, col)
+
+    def speak(self, message):
+        """``message`` in the user's names (an inlined callee's locals, ``self.W`` for the
+        engine's ``__self_W``)."""
+        for original, name in self.renamed:
             message = re.sub(rf"\b{re.escape(name)}\b", original, message)
-        return KernelSyntaxError(message, self.filename, line, col)
+        return message
 
 
 _REGISTERED = weakref.WeakKeyDictionary()     # function defined in a kernel -> its source
@@ -45,53 +53,95 @@ def register_source(func, src: KernelSource):
     _REGISTERED[func] = src
 
 
+def is_registered(func):
+    """Whether ``func`` was defined in a kernel's body (its source is that node)."""
+    try:
+        return func in _REGISTERED
+    except TypeError:
+        return False
+
+
 def refuse_unreadable(func):
-    """A method or a decorated function is not what its source says: the engine would
-    compile the inner function without ``self`` or without what the decorator does."""
-    if inspect.ismethod(func):
-        raise KernelSyntaxError(f"{func.__qualname__} is a method (bound to a "
-                                f"{type(func.__self__).__name__}); kernels are plain "
-                                "functions: pass what it reads of self as arguments",
-                                *_where(func.__func__))
-    inner = getattr(func, "__wrapped__", None)
-    if inner is not None and inspect.isfunction(func):
-        raise KernelSyntaxError(f"{func.__name__}() is wrapped by a decorator, and the "
-                                "engine would compile the function inside without what the "
-                                "decorator does; call the undecorated function, or write the "
-                                "decorator's work into the kernel", *_where(inspect.unwrap(func)))
+    """A decorated function is compiled as its decorator's wrapper (which must be a Python
+    function with source); one whose wrapper has none would be compiled without what the
+    decorator does, and is refused."""
+    if getattr(func, "__wrapped__", None) is not None and function_tree(func) is None:
+        raise KernelSyntaxError(f"{func.__name__}() is wrapped by a decorator whose wrapper "
+                                "has no Python source the engine can read, so the engine "
+                                "would compile the function inside without what the "
+                                "decorator does; call the undecorated function, or write "
+                                "the decorator's work into the kernel",
+                                *_where(inspect.unwrap(func)))
+
+
+def function_tree(func):
+    """(definition, filename, first line, indent) of a Python function, a bound method,
+    a lambda or a decorator's wrapper (its own code, not the function it wraps), or None
+    where there is no source to read."""
+    if not (inspect.isfunction(func) or inspect.ismethod(func)):
+        return None
+    try:        # the code object: inspect would unwrap a wrapper to the function inside
+        lines, first_line = inspect.getsourcelines(func.__code__)
+    except (OSError, TypeError):
+        return None
+    text = textwrap.dedent("".join(lines))
+    indent = len(lines[0]) - len(lines[0].lstrip())
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:                 # a lambda on a continuation line
+        return None
+    filename = inspect.getsourcefile(func) or "<kernel>"
+    if func.__name__ == "<lambda>":
+        code = func.__code__
+        params = list(code.co_varnames[:code.co_argcount])
+        found = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda)
+                 and [a.arg for a in n.args.args] == params]
+        if len(found) != 1:
+            return None
+        node = found[0]
+        return (ast.fix_missing_locations(ast.copy_location(ast.FunctionDef(
+            "<lambda>", node.args, [ast.copy_location(ast.Return(node.body), node.body)], [],
+            None, None), node)), filename, first_line, indent)
+    fn = tree.body[0]
+    return (fn, filename, first_line, indent) if isinstance(fn, ast.FunctionDef) else None
 
 
 def read_source(func) -> KernelSource:
+    """The function's definition with what it reads from outside resolved
+    (``outside.resolve``: a method's ``self``, attribute chains, NumPy functions by name)."""
     if func in _REGISTERED:
         return _REGISTERED[func]
-    try:
-        lines, first_line = inspect.getsourcelines(func)
-    except (OSError, TypeError) as exc:
-        raise KernelSyntaxError(f"cannot read the source of {func!r} ({exc}); define kernels "
-                                "in a .py file") from None
-    text = "".join(lines)
-    dedented = textwrap.dedent(text)
-    indent = len(lines[0]) - len(lines[0].lstrip())
-    tree = ast.parse(dedented)
-    fn = tree.body[0]
-    if not isinstance(fn, ast.FunctionDef):
-        raise KernelSyntaxError("a kernel must be a plain `def` function",
-                                inspect.getsourcefile(func) or "<kernel>", first_line, 1)
-    return KernelSource(fn, inspect.getsourcefile(func) or "<kernel>", first_line, indent,
-                        {**func.__globals__, **_nonlocals(func)})
+    found = function_tree(func)
+    if found is None:
+        raise KernelSyntaxError(f"cannot read the source of {func!r}; define kernels as "
+                                "`def` functions in a .py file")
+    tree, filename, first_line, indent = found
+    tree, names, renamed = resolve(tree, func)
+    return KernelSource(tree, filename, first_line, indent, names, renamed,
+                        tuple(func.__defaults__ or ()))
 
 
-def _nonlocals(func):
-    """Variables of enclosing functions the kernel uses (a kernel defined in a function
-    calling another kernel defined there)."""
-    names = func.__code__.co_freevars
-    out = {}
-    for name, cell in zip(names, func.__closure__ or ()):
-        try:
-            out[name] = cell.cell_contents
-        except ValueError:          # not assigned yet
-            pass
-    return out
+def decorated_source(func) -> KernelSource:
+    """A decorated kernel: a body calling the decorator's wrapper with the parameters of
+    the function inside (the kernel's own), so the wrapper's work is compiled too."""
+    inner = inspect.unwrap(func)
+    found = function_tree(inner)
+    if found is None:
+        raise KernelSyntaxError(f"cannot read the source of {inner!r}")
+    defn, filename, first_line, indent = found
+    params = [p.name for p in inspect.signature(func).parameters.values()]
+    args = copy.deepcopy(defn.args)
+    args.args = [ast.arg(a.arg, a.annotation) for a in args.args]
+    call = ast.Call(ast.Name("__decorated", ast.Load()),
+                    [ast.Name(p, ast.Load()) for p in params], [])
+    wrapper = function_tree(func)[0]
+    returns = any(isinstance(n, ast.Return) and n.value is not None for n in ast.walk(wrapper))
+    body = ast.Return(call) if returns else ast.Expr(call)
+    tree = ast.fix_missing_locations(ast.FunctionDef(func.__name__, args, [body], [],
+                                                     None, None))
+    tree.lineno = 0         # not the inner function's line: that one is called, not recursion
+    return KernelSource(tree, filename, first_line, indent, {"__decorated": func},
+                        ((func.__code__.co_name, "__decorated"),))
 
 
 def with_defaults(src: KernelSource, defaults) -> KernelSource:
@@ -102,6 +152,8 @@ def with_defaults(src: KernelSource, defaults) -> KernelSource:
     params = {a.arg: a for a in tree.args.args}
     tree.args.args = [a for a in tree.args.args if a.arg not in defaults]
     tree.args.defaults = []
+    functions = {n: v for n, v in defaults.items() if function_value(v)}    # mode=wrap: a
+    defaults = {n: v for n, v in defaults.items() if n not in functions}    # namespace name
     assigned = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
                 and isinstance(n.ctx, (ast.Store, ast.Del))}
     constants = {name: _constant(src, params[name], name, value)
@@ -112,7 +164,7 @@ def with_defaults(src: KernelSource, defaults) -> KernelSource:
             if node.id in constants and node.id not in assigned:
                 return ast.copy_location(copy.deepcopy(constants[node.id]), node)
             return node
-    tree = Substitute().visit(tree)
+    tree, functions = as_library_calls(Substitute().visit(tree), functions)
     first = [ast.copy_location(ast.Assign([ast.Name(name, ast.Store())], value), params[name])
              for name, value in constants.items() if name in assigned]
     docstring = tree.body[:1] if tree.body and isinstance(tree.body[0], ast.Expr) \
@@ -120,7 +172,7 @@ def with_defaults(src: KernelSource, defaults) -> KernelSource:
         and isinstance(tree.body[0].value.value, str) else []
     tree.body = docstring + first + tree.body[len(docstring):]
     return KernelSource(ast.fix_missing_locations(tree), src.filename, src.first_line,
-                        src.indent, src.globals, src.renamed)
+                        src.indent, {**src.globals, **functions}, src.renamed)
 
 
 def _constant(src, arg, name, value):
@@ -151,17 +203,21 @@ def fingerprint(src: KernelSource, _seen=None) -> str:
     seen = set() if _seen is None else _seen
     h = hashlib.sha256(f"{ast.dump(src.tree)}|{src.filename}|{src.first_line}|"
                        f"{src.indent}".encode())
-    for name in sorted({n.id for n in ast.walk(src.tree) if isinstance(n, ast.Name)}):
-        value = src.globals.get(name)
-        func = getattr(value, "__wrapped__", value)
-        if inspect.isfunction(func) and id(func) not in seen:
-            seen.add(id(func))
+    names = sorted({n.id for n in ast.walk(src.tree) if isinstance(n, ast.Name)})
+    for name, value in [(n, src.globals.get(n)) for n in names] + \
+            [(f"default {k}", v) for k, v in enumerate(src.defaults)]:
+        func = value.__wrapped__ if hasattr(value, "py_func") else value   # a kernel's function
+        key = (id(getattr(func, "__func__", func)), id(getattr(func, "__self__", None)))
+        if (inspect.isfunction(func) or inspect.ismethod(func)) and key not in seen:
+            seen.add(key)
             try:
                 h.update(fingerprint(read_source(func), seen).encode())
             except KernelSyntaxError:
                 h.update(repr(func).encode())
         elif isinstance(value, (int, float, str, sp.Basic, np.integer, np.floating)):
             h.update(f"{name}={value!r}".encode())
+        elif isinstance(value, np.ndarray):         # a hidden argument (outside.py)
+            h.update(f"{name}=array {value.dtype} {value.ndim}".encode())
     return h.hexdigest()
 
 
@@ -177,8 +233,7 @@ def declared_types(func):
     out = {}
     for name, p in params.items():
         if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
-            raise KernelSyntaxError(f"parameter {name!r}: *args, **kwargs and keyword-only "
-                                    "parameters are not supported", *_where(func))
+            continue            # a kernel refuses them (check_parameters), a callee binds them
         ann = annotations.get(name)
         if ann is not None and not (isinstance(ann, ArrayType) or ann is int or ann is float):
             raise KernelSyntaxError(f"parameter {name!r} is annotated {ann!r}; use float64[...], "
@@ -198,15 +253,24 @@ def declared_types(func):
     return out
 
 
+def check_parameters(func):
+    """A kernel called from Python takes positional-or-keyword parameters only."""
+    for name, p in inspect.signature(func).parameters.items():
+        if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            raise KernelSyntaxError(f"parameter {name!r}: *args, **kwargs and keyword-only "
+                                    "parameters are not supported", *_where(func))
+
+
 def _where(func):
     return inspect.getsourcefile(func) or "<kernel>", func.__code__.co_firstlineno, 1
 
 
-def type_of_value(name, value):
+def type_of_value(name, value, what=None):
     """The type an unannotated parameter takes from the value it is called with."""
+    what = what or f"argument {name!r}"
     if isinstance(value, np.ndarray):
         if value.dtype not in FLOAT_DTYPES + INT_DTYPES and value.dtype.kind not in "iu":
-            raise ArgumentError(f"argument {name!r}: arrays must be float64, float32, "
+            raise ArgumentError(f"{what}: arrays must be float64, float32, "
                                 f"integer or bool, got {value.dtype}")
         shape = tuple(sp.Symbol(f"__{name}_{k}", integer=True, nonnegative=True)
                       for k in range(value.ndim))
@@ -216,5 +280,5 @@ def type_of_value(name, value):
         return int
     if isinstance(value, (float, np.floating)):
         return float
-    raise ArgumentError(f"argument {name!r}: expected a NumPy array, an int or a float, "
+    raise ArgumentError(f"{what}: expected a NumPy array, an int or a float, "
                         f"got {type(value).__name__}")

@@ -15,11 +15,13 @@ from .arrays import ArrayBuilder, ArrayState
 from .arrays import assign as assign_arrays
 from .bindings import Bindings
 from .calls import (assign_results, call_statement, callee_of, local_function,
-                    lower_return, plain_function_hint, store_value, unpack_call)
+                    lower_return, plain_function_hint, returns_integer, store_value,
+                    unpack_call)
 from ..sdfg import arithmetic as fp
 from .expressions import DataValue, ExpressionBuilder, IntValue
 from .locals import classify_locals
 from .loops import LoopLowering
+from .outside import bind_arrays
 
 RESULT = "__return"
 AUG_OPS = {ast.Add: fp.add, ast.Sub: fp.sub, ast.Mult: fp.mul, ast.Div: fp.div}
@@ -35,7 +37,8 @@ class KernelBuilder(LoopLowering):
         self._counter = 0
         self._bind_arguments(types)
         int_names = {n for n, b in self.scope.items() if isinstance(b, IntValue)}
-        self.int_locals, float_locals = classify_locals(src.tree, int_names, set(self.scope))
+        self.int_locals, float_locals = classify_locals(
+            src.tree, int_names, set(self.scope), lambda c, k: returns_integer(self, c, k))
         for local in float_locals:
             self.containers[local] = Container(local, np.dtype(np.float64), (), True)
         self.result = None
@@ -47,9 +50,11 @@ class KernelBuilder(LoopLowering):
 
     # ---- arguments ------------------------------------------------------------------
     def _bind_arguments(self, types):
-        for arg in self.src.tree.args.args:
-            name, t = arg.arg, types[arg.arg]
-            self._check_name(arg, name)
+        hidden = [(None, name) for name, _ in self.src.outside]     # arrays from outside
+        for arg, name in [(a, a.arg) for a in self.src.tree.args.args] + hidden:
+            t = types[name]
+            if arg is not None:
+                self._check_name(arg, name)
             if isinstance(t, ArrayType):
                 for size in t.shape:
                     for s in sorted(size.free_symbols, key=str):
@@ -75,6 +80,8 @@ class KernelBuilder(LoopLowering):
         for c in list(self.containers.values()):
             if c.dtype.kind == "i":       # index arrays: their value range, for bounds checks
                 self.symbols += list(value_range(c.name))
+        self.outside = {id(value): self.scope[name] for name, value in self.src.outside}
+        bind_arrays(self, self.src, self.scope)
 
     def _check_name(self, node, name):
         if name.startswith("__") or not name.isascii():
@@ -92,10 +99,12 @@ class KernelBuilder(LoopLowering):
         body = self.block(self.src.tree.body, top=True)
         self.binds.check_aliases(self.src, body)
         self._check_integer_arrays_are_read_only(body)
+        self._check_outside_read_only(body)
         self._check_values_are_real(body)
+        assumptions = tuple((c, line, self.src.speak(m)) for c, line, m in self.arrays.assumptions)
         return SDFG(self.name, tuple(self.arguments), dict(self.containers),
                     tuple(self.symbols), body, self.result, self.src.filename,
-                    tuple(self.arrays.assumptions), returns=tuple(self.returns))
+                    assumptions, returns=tuple(self.returns))
 
     def _check_values_are_real(self, body):
         """No infinite or complex constants: ``x / 0.0``, ``np.mean(x[:0])``, ``(-1.0) ** 0.5``
@@ -134,10 +143,35 @@ class KernelBuilder(LoopLowering):
                                             "index arrays and masks are read-only in kernels",
                                             self.src.filename, t.line, 1)
 
+    def _check_outside_read_only(self, body):
+        """Arrays from outside the body (hidden arguments) are read, never written: the
+        caller would not see that its module's or object's array changed."""
+        names = {name for name, _ in self.src.outside}
+        labels = {engine: label for label, engine in self.src.renamed}
+        written = [(t.line, m.data) for t, _, _ in tasklets(body) for m, _ in t.outputs]
+        written += [(n.line, n.out) for n, _ in walk(body) if isinstance(getattr(n, "out", None),
+                                                                         str)]
+        for line, data in written:
+            if data in names:
+                raise KernelSyntaxError(f"{labels.get(data, data)!r} is an array from "
+                                        "outside the kernel (a module-level array or an "
+                                        "object's attribute) and is written here; kernels "
+                                        "only read such arrays: pass it as an argument to "
+                                        "write it", self.src.filename, line, 1)
+
     def block(self, stmts, top=False):
         elements, mark = [], self.binds.mark()
-        for k, stmt in enumerate(stmts):
+        stmts, k = list(stmts), -1
+        while k + 1 < len(stmts):
+            k += 1
+            stmt = stmts[k]
             if top and k == 0 and _is_docstring(stmt):
+                continue
+            taken = self._decided_branch(stmt)
+            if taken is not None:       # `if stages == 4:` with a constant: as Python runs it
+                returns = bool(taken) and isinstance(taken[-1], ast.Return)
+                stmts[k:k + 1 if not returns else len(stmts)] = taken    # the rest: dead
+                k -= 1
                 continue
             if isinstance(stmt, ast.Return) and not (top and k == len(stmts) - 1):
                 raise self.src.error(stmt, "`return` must be the last statement of the kernel")
@@ -355,6 +389,21 @@ class KernelBuilder(LoopLowering):
         self.scope[target.id] = IntValue(ex.index(value, f"integer local {target.id!r}"))
         return []
 
+    def _decided_branch(self, stmt):
+        """The statements an ``if`` runs when its condition is known when compiling (an
+        integer condition of constants: a default, a module-level number), else None:
+        the branch not taken is never lowered, as Python never runs it."""
+        if not isinstance(stmt, ast.If) or _guards_data(stmt.test, self.scope):
+            return None
+        ex = ExpressionBuilder(self, self.scope)
+        try:
+            cond = ex.condition(stmt.test)
+        except KernelSyntaxError:
+            return None                 # _stmt_If reports it
+        if ex.reads or ex.prelude or cond not in (sp.true, sp.false):
+            return None
+        return list(stmt.body if cond is sp.true else stmt.orelse)
+
     def _stmt_If(self, stmt):
         line = stmt.lineno + self.src.first_line - 1
         before, cond = self._test(stmt.test, line)
@@ -410,6 +459,8 @@ class KernelBuilder(LoopLowering):
                 known + implied if both else [])
 
     def _stmt_Return(self, stmt):
+        if getattr(self, "returning", None) is not None:    # an inlined callee's (calls.py)
+            return self.returning(stmt)
         if stmt.value is None:
             return []
         return lower_return(self, stmt, RESULT)     # a number, an array or a tuple
