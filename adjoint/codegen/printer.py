@@ -134,6 +134,13 @@ class CPrinter(C99CodePrinter):
         fn = "sc_pow" if exp.is_Float and float(exp) in (0.5, -1.0) else "pow"
         return f"{fn}({self._print(base)}, {self._print(exp)})"
 
+    def _print_as_float32(self, expr):
+        """NumPy's float32 rounding of a value computed in double (frontend/dtypes.py)."""
+        return f"((float)({self._print(expr.args[0])}))"
+
+    def _print_as_float64(self, expr):
+        return self.parenthesize(expr.args[0], PRECEDENCE["Atom"])
+
     def _print_Heaviside(self, expr):
         return f"sc_heaviside({self._print(expr.args[0])})"
 

@@ -18,6 +18,7 @@ from .calls import (assign_results, call_statement, callee_of, local_function,
                     lower_return, plain_function_hint, store_value, unpack_call)
 from ..sdfg import arithmetic as fp
 from .expressions import DataValue, ExpressionBuilder, IntValue
+from . import dtypes
 from .locals import classify_locals
 from .loops import LoopLowering
 
@@ -31,6 +32,7 @@ class KernelBuilder(LoopLowering):
     def __init__(self, src, name, types):
         self.src, self.name = src, name
         self.containers, self.arguments, self.symbols = {}, [], []
+        self.typed = set()          # transients whose dtype the code names (dtypes.py)
         self.scope = {}
         self._counter = 0
         self._bind_arguments(types)
@@ -93,7 +95,10 @@ class KernelBuilder(LoopLowering):
         self.binds.check_aliases(self.src, body)
         self._check_integer_arrays_are_read_only(body)
         self._check_values_are_real(body)
-        return SDFG(self.name, tuple(self.arguments), dict(self.containers),
+        inferred = {n for n, c in self.containers.items() if c.transient and n not in self.typed}
+        weak = {a.name for a in self.arguments if a.kind == "float"}
+        body, containers = dtypes.assign(body, self.containers, inferred, weak)
+        return SDFG(self.name, tuple(self.arguments), containers,
                     tuple(self.symbols), body, self.result, self.src.filename,
                     tuple(self.arrays.assumptions), returns=tuple(self.returns))
 

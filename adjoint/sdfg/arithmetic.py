@@ -291,6 +291,23 @@ class np_hypot(sp.Function):
                       self.args[argindex - 1] / self)
 
 
+class as_float32(sp.Function):
+    """The value rounded to float32: NumPy's float32 result of the operation inside, or a
+    conversion (``x.astype(np.float32)``, ``np.float32(v)``). The operation is computed in
+    double and rounded once, which is float32's correctly rounded result for ``+ - * /``
+    and ``sqrt`` (double has more than twice float32's digits). Inserted by
+    ``frontend/dtypes.py``; the derivative of a rounding is taken as 1."""
+    def fdiff(self, argindex=1):
+        return sp.Integer(1)
+
+
+class as_float64(sp.Function):
+    """A float64 value of a float32 one (``x.astype(np.float64)``): exact, printed as its
+    argument; only ``frontend/dtypes.py`` reads it, as NumPy's float64 dtype."""
+    def fdiff(self, argindex=1):
+        return sp.Integer(1)
+
+
 def _as_written(function):
     return lambda *args: function(*args, evaluate=False)
 

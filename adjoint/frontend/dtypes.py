@@ -1,0 +1,291 @@
+"""NumPy 2's dtypes for tasklet values and temporaries (NEP 50), and float32 rounding.
+
+Every value has a dtype: a connector its container's, an element of an integer array
+that array's, a conversion (``as_float32``, ``as_float64``) the one it names. Python
+numbers are NEP 50's *weak* scalars (``WEAK_INT``, ``WEAK_FLOAT``): they take the
+dtype of the array they meet (``x32 * 2.0`` is float32), and so do float arguments and
+the scalar locals that only ever hold Python numbers (``dt``, ``s = 0.5 * dt``); an
+operation's dtype is NumPy's ``result_type`` of its operands' (float32 with float64 is
+float64, an int32 array with a float one float64).
+
+Temporaries whose dtype the code does not name (a name bound to an expression, scalar
+locals, the engine's copies and reductions) take the dtype of the values stored into
+them: a fixpoint over the kernel, as a loop may store into a local what it reads from
+it. Those that end up float32 become float32 containers; the others stay float64 (a
+mask, an integer or a weak value stored there is held exactly, as before).
+
+Then every operation whose dtype is float32 is rounded as NumPy rounds it: its
+operands converted to float32 first (a weak ``0.1`` becomes ``float32(0.1)``) and the
+result rounded once (``as_float32``, printed as a cast of the double result).
+"""
+import numpy as np
+import sympy as sp
+from sympy.core.function import AppliedUndef
+
+from ..sdfg import arithmetic as fp
+from ..sdfg.nodes import LOAD, MapScope, Tasklet
+from ..sdfg.visit import Transformer
+
+class Weak:
+    """A Python number's kind (NEP 50's weak scalars); not an np.dtype, which would
+    compare equal to the strings and None that name float64."""
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return f"weak {self.name}"
+
+
+WEAK_INT, WEAK_FLOAT = Weak("int"), Weak("float")
+FLOAT32, FLOAT64 = np.dtype(np.float32), np.dtype(np.float64)
+_WEAK_VALUE = {WEAK_INT: 0, WEAK_FLOAT: 0.0}
+
+# Functions whose value is a float even of integers (NumPy's loops: int -> float64).
+_SAME_TYPE = (sp.Abs, fp.np_sign, fp.py_max, fp.py_min, fp.np_maximum, fp.np_minimum,
+              fp.np_fmax, fp.np_fmin, fp.py_floordiv, fp.py_mod, fp.np_fmod)
+# Operations whose result is one of their operands, so rounding it again changes nothing.
+_EXACT = (sp.Abs, fp.np_sign, fp.py_max, fp.py_min, fp.np_maximum, fp.np_minimum,
+          fp.np_fmax, fp.np_fmin, sp.Piecewise)
+
+
+def is32(dtype):
+    return isinstance(dtype, np.dtype) and dtype == FLOAT32
+
+
+def same(a, b):
+    """Equal dtypes (np.dtype's ``==`` takes None and "float" for float64)."""
+    return a is b or isinstance(a, np.dtype) and isinstance(b, np.dtype) and a == b
+
+
+def promote(*dtypes):
+    """NumPy 2's result dtype (NEP 50): strong dtypes by ``np.result_type``, weak ones
+    only deciding between int and float; None (not yet known) is left out."""
+    known = [d for d in dtypes if d is not None]
+    strong = [d for d in known if isinstance(d, np.dtype)]
+    weak = [d for d in known if not isinstance(d, np.dtype)]
+    if not strong:
+        return (WEAK_FLOAT if WEAK_FLOAT in weak else WEAK_INT) if weak else None
+    return np.result_type(*strong, *(_WEAK_VALUE[w] for w in weak))
+
+
+def floating(dtype):
+    """The dtype of a float function (``np.sin``, ``/``) of a value of ``dtype``."""
+    if dtype is None or dtype is WEAK_FLOAT or isinstance(dtype, np.dtype) and \
+            dtype.kind == "f":
+        return dtype
+    if dtype is WEAK_INT:
+        return WEAK_FLOAT
+    return FLOAT32 if dtype.itemsize <= 2 else FLOAT64      # int16 -> float32 as NumPy
+
+
+def dtype_of(expr, of_symbol, memo=None):
+    """The dtype of a tasklet value; ``of_symbol`` gives a symbol's (connectors)."""
+    memo = {} if memo is None else memo
+    if expr not in memo:
+        memo[expr] = _dtype(expr, of_symbol, memo)
+    return memo[expr]
+
+
+def _dtype(e, of_symbol, memo):
+    if isinstance(e, sp.Integer):
+        return WEAK_INT
+    if isinstance(e, (sp.Number, sp.NumberSymbol)):
+        return WEAK_FLOAT
+    if isinstance(e, sp.Symbol):
+        return WEAK_INT if e.is_integer else of_symbol(e)
+    if isinstance(e, fp.as_float32):
+        return FLOAT32
+    if isinstance(e, fp.as_float64):
+        return FLOAT64
+    if isinstance(e, AppliedUndef) and type(e).__name__.startswith(LOAD):
+        return of_symbol(e)                         # an element of an integer array
+    if not isinstance(e, sp.Expr):
+        return None                                 # conditions
+    if all(s.is_integer for s in e.free_symbols) and not e.has(sp.Float, AppliedUndef):
+        return WEAK_INT                             # sizes, loop variables: Python ints
+    if isinstance(e, sp.Piecewise):
+        return promote(*(dtype_of(a.expr, of_symbol, memo) for a in e.args))
+    args = [dtype_of(a, of_symbol, memo) for a in e.args]
+    if isinstance(e, sp.Pow):
+        d = promote(*args)
+        negative = e.exp.is_number and e.exp.is_negative
+        return floating(d) if negative or not e.exp.is_integer else d
+    if isinstance(e, (sp.Add, sp.Mul)) or isinstance(e, _SAME_TYPE):
+        return promote(*args)
+    return floating(promote(*args))                 # sin, exp, atan2, hypot, ...
+
+
+def rounded(expr, of_symbol):
+    """``expr`` with every float32 operation computed as NumPy computes it (operands
+    converted to float32, the result rounded once), the rest as it was."""
+    memo = {}
+
+    def rebuild(e):
+        d = dtype_of(e, of_symbol, memo)
+        if not e.args or isinstance(e, AppliedUndef) or isinstance(e, fp.as_float64):
+            return e
+        if isinstance(e, fp.as_float32):
+            inner = rebuild(e.args[0])
+            return inner if is32(dtype_of(e.args[0], of_symbol, memo)) else \
+                fp.as_float32(inner, evaluate=False)
+        if isinstance(e, sp.Piecewise):
+            pairs = [(rebuild(a.expr), rebuild(a.cond)) for a in e.args]
+            if is32(d):
+                pairs = [(to_float32(v, a.expr), c) for (v, c), a in zip(pairs, e.args)]
+            return sp.Piecewise(*pairs, evaluate=False)
+        if isinstance(e, sp.core.relational.Relational):
+            a, b = (rebuild(x) for x in e.args)
+            if is32(promote(*(dtype_of(x, of_symbol, memo) for x in e.args))):
+                a, b = to_float32(a, e.args[0]), to_float32(b, e.args[1])
+            return e.func(a, b, evaluate=False)
+        if not isinstance(e, sp.Expr):                  # and, or, not of comparisons
+            return e.func(*map(rebuild, e.args))
+        if not is32(d):
+            return _same_node(e, [rebuild(a) for a in e.args])
+        return _rounded_op(e, rebuild, of_symbol, memo)
+
+    def to_float32(new, old):
+        """An operand of a float32 operation converted to float32."""
+        if is32(dtype_of(old, of_symbol, memo)):
+            return new
+        if isinstance(new, sp.Integer) and abs(int(new)) <= 2 ** 24:
+            return new                                  # exact in float32
+        if isinstance(new, (sp.Number, sp.NumberSymbol)):
+            return sp.Float(float(np.float32(float(new))), precision=53)
+        return fp.as_float32(new, evaluate=False)
+
+    def _rounded_op(e, rebuild, of_symbol, memo):
+        if isinstance(e, sp.Pow):
+            base, exp = rebuild(e.base), e.exp
+            if not (exp.is_Integer or exp is sp.S.Half or exp == -sp.S.Half):
+                exp = to_float32(rebuild(exp), exp)
+            node = sp.Pow(to_float32(base, e.base), exp, evaluate=False)
+        elif isinstance(e, sp.Mul):
+            # a quotient a / b is Mul(a, Pow(b, -1)): one division, rounded once
+            factors = [sp.Pow(to_float32(rebuild(f.base), f.base), -1, evaluate=False)
+                       if _reciprocal(f) else to_float32(rebuild(f), f) for f in e.args]
+            node = sp.Mul(*factors, evaluate=False)
+            if len(factors) == 2 and factors[0] == -1:
+                return node                             # a negation: exact
+        else:
+            node = _same_node(e, [to_float32(rebuild(a), a) for a in e.args])
+        return node if isinstance(e, _EXACT) else fp.as_float32(node, evaluate=False)
+
+    return rebuild(sp.sympify(expr))
+
+
+def _reciprocal(factor):
+    return isinstance(factor, sp.Pow) and factor.exp is sp.S.NegativeOne
+
+
+def _same_node(e, args):
+    if all(a is b for a, b in zip(args, e.args)):
+        return e
+    with sp.evaluate(False):
+        return e.func(*args)
+
+
+def value_dtype(b, value):
+    """The dtype of an array value of the frontend (``ArrayExpr``) as far as it is known
+    while building: named by its creation, its container's, or its elements'."""
+    from .array_shapes import AXES, number
+    from .array_stores import tasklet_body
+    if value.dtype is not None:
+        return value.dtype
+    if value.view is not None and value.view.container.name not in _inferred(b):
+        return value.view.container.dtype
+    inputs, expr = tasklet_body(b.ex, lambda: number(value.at(AXES[:value.rank])))
+    weak = {a.name for a in b.kernel.arguments if a.kind == "float"}
+    containers = b.kernel.containers
+    found = {n: None for n in _inferred(b)}
+    d = dtype_of(expr, _symbol_dtypes(Tasklet(inputs, ()), containers, found, weak))
+    return d if isinstance(d, np.dtype) else np.dtype(np.int64) if d is WEAK_INT else FLOAT64
+
+
+def _inferred(b):
+    return {n for n, c in b.kernel.containers.items() if c.transient and n not in b.kernel.typed}
+
+
+# ---- the pass over a kernel ---------------------------------------------------------------
+def assign(body, containers, inferred, weak):
+    """(body, containers) with the dtypes of the ``inferred`` containers (names) decided
+    by the values stored into them and every float32 operation rounded as NumPy rounds
+    it. ``weak`` names the containers holding Python numbers (float arguments)."""
+    stores = list(_stores(body))
+    if not any(c.dtype == FLOAT32 for c in containers.values()) and \
+            not any(e.has(fp.as_float32) for t in stores for _, e in t.outputs):
+        return body, containers                     # float64 throughout: nothing to decide
+    found = {name: None for name in inferred}
+    changed = True
+    while changed:                  # dtypes only rise (None < weak < float32 < float64)
+        changed = False
+        for t in stores:
+            of = _symbol_dtypes(t, containers, found, weak)
+            for m, expr in t.outputs:
+                if m.data in found:
+                    new = promote(found[m.data], dtype_of(expr, of))
+                    if not same(new, found[m.data]):
+                        found[m.data], changed = new, True
+    out = dict(containers)
+    for name, d in found.items():
+        if is32(d):
+            out[name] = _with_dtype(containers[name], FLOAT32)
+    return _Rounding(out, found, weak).region(body), out
+
+
+def _with_dtype(container, dtype):
+    from dataclasses import replace
+    return replace(container, dtype=dtype)
+
+
+def _stores(body):
+    from ..sdfg.nodes import tasklets
+    return (t for t, _, _ in tasklets(body))
+
+
+def _symbol_dtypes(tasklet, containers, found, weak):
+    """A connector's dtype: its container's; weak where it holds Python numbers (a float
+    argument, or a scalar local only Python numbers are stored into)."""
+    memlets = dict(tasklet.inputs)
+
+    def of(symbol):
+        name = memlets[symbol].data if symbol in memlets else _loaded(symbol)
+        if name is None:
+            return WEAK_FLOAT
+        if name in weak:
+            return WEAK_FLOAT
+        if name in found:
+            d = found[name]
+            if not isinstance(d, np.dtype):         # held exactly in a float64 container
+                return WEAK_FLOAT if containers[name].is_scalar else FLOAT64
+            return FLOAT32 if is32(d) else FLOAT64
+        return containers[name].dtype
+    return of
+
+
+def _loaded(e):
+    name = type(e).__name__
+    return name[len(LOAD):] if isinstance(e, AppliedUndef) and name.startswith(LOAD) else None
+
+
+class _Rounding(Transformer):
+    def __init__(self, containers, found, weak):
+        super().__init__()
+        self.containers, self.found, self.weak = containers, found, weak
+
+    def node(self, node):
+        if isinstance(node, Tasklet):
+            return self._tasklet(node)
+        if isinstance(node, MapScope):
+            from dataclasses import replace
+            return replace(node, body=tuple(self._tasklet(t) if isinstance(t, Tasklet) else t
+                                            for t in node.body))
+        return node
+
+    def _tasklet(self, t):
+        of = _symbol_dtypes(t, self.containers, self.found, self.weak)
+        outputs = tuple((m, rounded(e, of)) for m, e in t.outputs)
+        if all(a is b for (_, a), (_, b) in zip(outputs, t.outputs)):
+            return t
+        from dataclasses import replace
+        return replace(t, outputs=outputs)
