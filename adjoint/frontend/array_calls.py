@@ -205,14 +205,14 @@ def _shape(b, node):
 
 
 def _check_dtype(b, args, default=FLOAT64):
-    """The dtype of a new array: ``dtype=`` may name float64 or float32 in any spelling
-    (np.float32, float, "float64", ``A.dtype`` of a float array); other dtypes are
+    """The dtype of a new array: ``dtype=`` may name float64, float32 or an integer dtype in
+    any spelling (np.float32, float, int, "int32", ``A.dtype``); bool and others are
     refused. ``default`` where it is left out (None: the dtype of what is stored)."""
     node = args.get("dtype")
     if node is None or isinstance(node, ast.Constant) and node.value is None:
         return default
     dtype = _dtype(b, node)
-    if dtype in (FLOAT64, FLOAT32):
+    if dtype in (FLOAT64, FLOAT32) or dtype is not None and dtype.kind in "iu":
         return dtype
     what = f"dtype `{ast.unparse(node)}`"
     if dtype is None:
@@ -222,8 +222,8 @@ def _check_dtype(b, args, default=FLOAT64):
         raise b.src.error(node, f"{what}: {dtype} temporaries are not supported yet "
                                 "(kernels compute in float64 and float32); leave out dtype= "
                                 "or use np.float64")
-    raise b.src.error(node, f"{what}: {dtype} temporaries are not supported (integer and "
-                            "boolean arrays are read-only in kernels); compute in a float64 "
+    raise b.src.error(node, f"{what}: {dtype} temporaries are not supported (boolean "
+                            "arrays are read-only in kernels); compute in a float64 "
                             "array: leave out dtype= or use np.float64")
 
 
@@ -231,7 +231,8 @@ def _converted(value, dtype):
     """``value`` as an array of ``dtype``: each element converted (float32: rounded)."""
     if dtype is None or value.dtype is not None and dtype == value.dtype:
         return value
-    cast = fp.as_float32 if dtype == FLOAT32 else fp.as_float64
+    cast = fp.as_float32 if dtype == FLOAT32 else fp.as_float64 if dtype.kind == "f" else \
+        fp.INT_CASTS[dtype.name]
     return ArrayExpr(value.shape, lambda index: cast(number(value.at(index)), evaluate=False),
                      dtype=dtype)
 
@@ -312,6 +313,9 @@ def _copy(b, node, args):
     dtype = _check_dtype(b, args, None)
     if dtype is not None and dtype == value_dtype(b, value):
         dtype = None                                # a copy: nothing to convert
+    if dtype is not None and dtype.kind in "iu" and value_dtype(b, value).kind not in "iub":
+        raise b.src.error(node, f"`{ast.unparse(node)}`: converting floats to integers is not "
+                                "supported; compute in floats (np.floor, np.trunc)")
     return _converted(without_view(value), dtype)
 
 

@@ -22,6 +22,7 @@ import numpy as np
 import sympy as sp
 from sympy.core.function import AppliedUndef
 
+from ..errors import KernelSyntaxError
 from ..sdfg import arithmetic as fp
 from ..sdfg.nodes import LOAD, MapScope, Tasklet
 from ..sdfg.visit import Transformer
@@ -46,6 +47,10 @@ _SAME_TYPE = (sp.Abs, fp.np_sign, fp.py_max, fp.py_min, fp.np_maximum, fp.np_min
 # Operations whose result is one of their operands, so rounding it again changes nothing.
 _EXACT = (sp.Abs, fp.np_sign, fp.py_max, fp.py_min, fp.np_maximum, fp.np_minimum,
           fp.np_fmax, fp.np_fmin, sp.Piecewise)
+
+
+class DtypeError(Exception):
+    """An operation NumPy refuses for its operands' dtypes (reported with the line)."""
 
 
 def is32(dtype):
@@ -97,6 +102,8 @@ def _dtype(e, of_symbol, memo):
         return FLOAT32
     if isinstance(e, fp.as_float64):
         return FLOAT64
+    if isinstance(e, fp.IntCast):
+        return np.dtype(e.dtype)
     if isinstance(e, AppliedUndef) and type(e).__name__.startswith(LOAD):
         return of_symbol(e)                         # an element of an integer array
     if not isinstance(e, sp.Expr):
@@ -110,68 +117,88 @@ def _dtype(e, of_symbol, memo):
         d = promote(*args)
         negative = e.exp.is_number and e.exp.is_negative
         return floating(d) if negative or not e.exp.is_integer else d
+    if isinstance(e, fp._Bits):
+        if any(a is WEAK_FLOAT or isinstance(a, np.dtype) and a.kind == "f" for a in args):
+            raise DtypeError(f"`{e}`: bit operations need integers (NumPy refuses floats)")
+        return promote(*args)
     if isinstance(e, (sp.Add, sp.Mul)) or isinstance(e, _SAME_TYPE):
         return promote(*args)
     return floating(promote(*args))                 # sin, exp, atan2, hypot, ...
 
 
 def rounded(expr, of_symbol):
-    """``expr`` with every float32 operation computed as NumPy computes it (operands
-    converted to float32, the result rounded once), the rest as it was."""
+    """``expr`` with every operation computed in its dtype as NumPy computes it: float32
+    operations on operands converted to float32 and rounded once (``as_float32``),
+    integer ones wrapping at their width (``INT_CASTS``), integers meeting floats
+    converted (``as_float64``); weak operations as they were."""
     memo = {}
 
     def rebuild(e):
         d = dtype_of(e, of_symbol, memo)
-        if not e.args or isinstance(e, AppliedUndef) or isinstance(e, fp.as_float64):
+        if not e.args or isinstance(e, AppliedUndef):
             return e
-        if isinstance(e, fp.as_float32):
+        if isinstance(e, (fp.as_float32, fp.as_float64, fp.IntCast)):
             inner = rebuild(e.args[0])
-            return inner if is32(dtype_of(e.args[0], of_symbol, memo)) else \
-                fp.as_float32(inner, evaluate=False)
+            if same(dtype_of(e.args[0], of_symbol, memo), d):
+                return inner                            # converted to what it is
+            return e.func(inner, evaluate=False)
         if isinstance(e, sp.Piecewise):
-            pairs = [(rebuild(a.expr), rebuild(a.cond)) for a in e.args]
-            if is32(d):
-                pairs = [(to_float32(v, a.expr), c) for (v, c), a in zip(pairs, e.args)]
-            return sp.Piecewise(*pairs, evaluate=False)
+            pairs = [(convert(rebuild(a.expr), a.expr, d), rebuild(a.cond)) for a in e.args]
+            return _integral(sp.Piecewise(*pairs, evaluate=False), d)
         if isinstance(e, sp.core.relational.Relational):
-            a, b = (rebuild(x) for x in e.args)
-            if is32(promote(*(dtype_of(x, of_symbol, memo) for x in e.args))):
-                a, b = to_float32(a, e.args[0]), to_float32(b, e.args[1])
+            common = promote(*(dtype_of(x, of_symbol, memo) for x in e.args))
+            a, b = (convert(rebuild(x), x, common) for x in e.args)
             return e.func(a, b, evaluate=False)
         if not isinstance(e, sp.Expr):                  # and, or, not of comparisons
             return e.func(*map(rebuild, e.args))
-        if not is32(d):
-            return _same_node(e, [rebuild(a) for a in e.args])
-        return _rounded_op(e, rebuild, of_symbol, memo)
+        if is32(d):
+            return _rounded_op(e)
+        if isinstance(e, sp.Pow):                       # the exponent as it is
+            return _integral(_same_node(e, [convert(rebuild(e.base), e.base, d), e.exp]), d)
+        return _integral(_same_node(e, [convert(rebuild(a), a, d) for a in e.args]), d)
 
-    def to_float32(new, old):
-        """An operand of a float32 operation converted to float32."""
-        if is32(dtype_of(old, of_symbol, memo)):
+    def convert(new, old, target):
+        """An operand converted to its operation's dtype."""
+        d = dtype_of(old, of_symbol, memo)
+        if same(d, target) or not isinstance(target, np.dtype):
             return new
-        if isinstance(new, sp.Integer) and abs(int(new)) <= 2 ** 24:
-            return new                                  # exact in float32
-        if isinstance(new, (sp.Number, sp.NumberSymbol)):
-            return sp.Float(float(np.float32(float(new))), precision=53)
-        return fp.as_float32(new, evaluate=False)
+        if is32(target):
+            if isinstance(new, sp.Integer) and abs(int(new)) <= 2 ** 24:
+                return new                              # exact in float32
+            if isinstance(new, (sp.Number, sp.NumberSymbol)):
+                return sp.Float(float(np.float32(float(new))), precision=53)
+            return fp.as_float32(new, evaluate=False)
+        if not isinstance(d, np.dtype):
+            return new                                  # Python numbers: exact here
+        if target.kind == "f":
+            return fp.as_float64(new, evaluate=False) if d.kind in "iu" else new
+        return fp.INT_CASTS[target.name](new, evaluate=False)
 
-    def _rounded_op(e, rebuild, of_symbol, memo):
+    def _rounded_op(e):
         if isinstance(e, sp.Pow):
             base, exp = rebuild(e.base), e.exp
             if not (exp.is_Integer or exp is sp.S.Half or exp == -sp.S.Half):
-                exp = to_float32(rebuild(exp), exp)
-            node = sp.Pow(to_float32(base, e.base), exp, evaluate=False)
+                exp = convert(rebuild(exp), exp, FLOAT32)
+            node = sp.Pow(convert(base, e.base, FLOAT32), exp, evaluate=False)
         elif isinstance(e, sp.Mul):
             # a quotient a / b is Mul(a, Pow(b, -1)): one division, rounded once
-            factors = [sp.Pow(to_float32(rebuild(f.base), f.base), -1, evaluate=False)
-                       if _reciprocal(f) else to_float32(rebuild(f), f) for f in e.args]
+            factors = [sp.Pow(convert(rebuild(f.base), f.base, FLOAT32), -1, evaluate=False)
+                       if _reciprocal(f) else convert(rebuild(f), f, FLOAT32) for f in e.args]
             node = sp.Mul(*factors, evaluate=False)
             if len(factors) == 2 and factors[0] == -1:
                 return node                             # a negation: exact
         else:
-            node = _same_node(e, [to_float32(rebuild(a), a) for a in e.args])
+            node = _same_node(e, [convert(rebuild(a), a, FLOAT32) for a in e.args])
         return node if isinstance(e, _EXACT) else fp.as_float32(node, evaluate=False)
 
     return rebuild(sp.sympify(expr))
+
+
+def _integral(node, dtype):
+    """An integer operation of ``dtype`` in its cast (which the printer computes it in)."""
+    if isinstance(dtype, np.dtype) and dtype.kind in "iu":
+        return fp.INT_CASTS[dtype.name](node, evaluate=False)
+    return node
 
 
 def _reciprocal(factor):
@@ -207,30 +234,54 @@ def _inferred(b):
 
 
 # ---- the pass over a kernel ---------------------------------------------------------------
-def assign(body, containers, inferred, weak):
+def assign(body, containers, inferred, weak, filename="<kernel>"):
     """(body, containers) with the dtypes of the ``inferred`` containers (names) decided
     by the values stored into them and every float32 operation rounded as NumPy rounds
     it. ``weak`` names the containers holding Python numbers (float arguments)."""
     stores = list(_stores(body))
-    if not any(c.dtype == FLOAT32 for c in containers.values()) and \
-            not any(e.has(fp.as_float32) for t in stores for _, e in t.outputs):
+    if not _typed(stores, containers):
         return body, containers                     # float64 throughout: nothing to decide
     found = {name: None for name in inferred}
+    summed = {m.data for t in stores for m, _ in t.outputs if m.wcr}
     changed = True
     while changed:                  # dtypes only rise (None < weak < float32 < float64)
         changed = False
         for t in stores:
             of = _symbol_dtypes(t, containers, found, weak)
             for m, expr in t.outputs:
+                d = _checked(lambda: dtype_of(expr, of), filename, t.line)
                 if m.data in found:
-                    new = promote(found[m.data], dtype_of(expr, of))
+                    new = promote(found[m.data], d)
+                    if m.data in summed and isinstance(new, np.dtype) and new.kind in "iu":
+                        new = promote(new, np.dtype(np.int64))  # NumPy sums ints in int64
                     if not same(new, found[m.data]):
                         found[m.data], changed = new, True
     out = dict(containers)
     for name, d in found.items():
-        if is32(d):
-            out[name] = _with_dtype(containers[name], FLOAT32)
+        if is32(d) or isinstance(d, np.dtype) and d.kind in "iu":
+            out[name] = _with_dtype(containers[name], d)
     return _Rounding(out, found, weak).region(body), out
+
+
+def _checked(fn, filename, line):
+    try:
+        return fn()
+    except DtypeError as exc:
+        raise KernelSyntaxError(str(exc), filename, line, 1) from None
+
+
+def _typed(stores, containers):
+    """Whether anything in the kernel is not float64: float32 or integer data in values,
+    conversions, bit operations."""
+    if any(c.dtype == FLOAT32 for c in containers.values()):
+        return True
+    for t in stores:
+        if any(containers[m.data].dtype.kind in "iu" for m in
+               [m for _, m in t.inputs] + [m for m, _ in t.outputs]):
+            return True
+        if any(e.has(fp.as_float32, fp._Bits) for _, e in t.outputs):
+            return True
+    return False
 
 
 def _with_dtype(container, dtype):
@@ -258,7 +309,7 @@ def _symbol_dtypes(tasklet, containers, found, weak):
             d = found[name]
             if not isinstance(d, np.dtype):         # held exactly in a float64 container
                 return WEAK_FLOAT if containers[name].is_scalar else FLOAT64
-            return FLOAT32 if is32(d) else FLOAT64
+            return d if is32(d) or d.kind in "iu" else FLOAT64
         return containers[name].dtype
     return of
 
