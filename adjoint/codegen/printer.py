@@ -45,6 +45,7 @@ class CPrinter(C99CodePrinter):
         if not _printable(type(expr)):
             self._print_not_supported(expr)
         if (not self.index and isinstance(expr, sp.Expr) and not expr.is_Number
+                and not isinstance(expr, fp.IntCast)        # in its dtype: C converts it
                 and expr.free_symbols and _may_be_integer(expr) and expr.is_integer):
             return f"((double)({self._index_printer.doprint(expr)}))"
         return super()._print(expr, **kwargs)

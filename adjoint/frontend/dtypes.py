@@ -1,22 +1,25 @@
-"""NumPy 2's dtypes for tasklet values and temporaries (NEP 50), and float32 rounding.
+"""NumPy 2's dtypes for tasklet values and temporaries (NEP 50), float32 rounding and
+integer wrap-around.
 
 Every value has a dtype: a connector its container's, an element of an integer array
-that array's, a conversion (``as_float32``, ``as_float64``) the one it names. Python
-numbers are NEP 50's *weak* scalars (``WEAK_INT``, ``WEAK_FLOAT``): they take the
-dtype of the array they meet (``x32 * 2.0`` is float32), and so do float arguments and
-the scalar locals that only ever hold Python numbers (``dt``, ``s = 0.5 * dt``); an
-operation's dtype is NumPy's ``result_type`` of its operands' (float32 with float64 is
-float64, an int32 array with a float one float64).
+that array's, a conversion (``as_float32``, ``as_float64``, ``as_int32``...) the one it
+names. Python numbers are NEP 50's *weak* scalars (``WEAK_INT``, ``WEAK_FLOAT``): they
+take the dtype of the array they meet (``x32 * 2.0`` is float32), and so do float
+arguments and the scalar locals that only ever hold Python numbers (``dt``,
+``s = 0.5 * dt``); an operation's dtype is NumPy's ``result_type`` of its operands'
+(float32 with float64 is float64, an int32 array with a float one float64).
 
 Temporaries whose dtype the code does not name (a name bound to an expression, scalar
 locals, the engine's copies and reductions) take the dtype of the values stored into
 them: a fixpoint over the kernel, as a loop may store into a local what it reads from
-it. Those that end up float32 become float32 containers; the others stay float64 (a
-mask, an integer or a weak value stored there is held exactly, as before).
+it. Those that end up float32 or an integer dtype get it; the others stay float64 (a
+mask or a weak value stored there is held exactly, as before).
 
-Then every operation whose dtype is float32 is rounded as NumPy rounds it: its
-operands converted to float32 first (a weak ``0.1`` becomes ``float32(0.1)``) and the
-result rounded once (``as_float32``, printed as a cast of the double result).
+Then every operation is computed in its dtype as NumPy computes it: a float32 one on
+operands converted to float32 (a weak ``0.1`` becomes ``float32(0.1)``), its result
+rounded once (``as_float32``, printed as a cast of the double result); an integer one
+inside a cast to its dtype (``INT_CASTS``, printed as arithmetic modulo 2**64 truncated
+to the width: NumPy's wrap-around); integers meeting floats converted (``as_float64``).
 """
 import numpy as np
 import sympy as sp
@@ -26,6 +29,7 @@ from ..errors import KernelSyntaxError
 from ..sdfg import arithmetic as fp
 from ..sdfg.nodes import LOAD, MapScope, Tasklet
 from ..sdfg.visit import Transformer
+
 
 class Weak:
     """A Python number's kind (NEP 50's weak scalars); not an np.dtype, which would
@@ -41,7 +45,8 @@ WEAK_INT, WEAK_FLOAT = Weak("int"), Weak("float")
 FLOAT32, FLOAT64 = np.dtype(np.float32), np.dtype(np.float64)
 _WEAK_VALUE = {WEAK_INT: 0, WEAK_FLOAT: 0.0}
 
-# Functions whose value is a float even of integers (NumPy's loops: int -> float64).
+# Functions whose value has their operands' dtype (integers stay integers); the others
+# of sdfg/arithmetic.py (sin, exp, hypot, ...) give floats (NumPy's loops: int -> float64).
 _SAME_TYPE = (sp.Abs, fp.np_sign, fp.py_max, fp.py_min, fp.np_maximum, fp.np_minimum,
               fp.np_fmax, fp.np_fmin, fp.py_floordiv, fp.py_mod, fp.np_fmod)
 # Operations whose result is one of their operands, so rounding it again changes nothing.
@@ -155,7 +160,9 @@ def rounded(expr, of_symbol):
             return _rounded_op(e)
         if isinstance(e, sp.Pow):                       # the exponent as it is
             return _integral(_same_node(e, [convert(rebuild(e.base), e.base, d), e.exp]), d)
-        return _integral(_same_node(e, [convert(rebuild(a), a, d) for a in e.args]), d)
+        negation = isinstance(e, sp.Mul) and len(e.args) == 2 and e.args[0] == -1   # -b, a - b
+        return _integral(_same_node(e, [a if negation and k == 0 else convert(rebuild(a), a, d)
+                                        for k, a in enumerate(e.args)]), d)
 
     def convert(new, old, target):
         """An operand converted to its operation's dtype."""
@@ -168,6 +175,11 @@ def rounded(expr, of_symbol):
             if isinstance(new, (sp.Number, sp.NumberSymbol)):
                 return sp.Float(float(np.float32(float(new))), precision=53)
             return fp.as_float32(new, evaluate=False)
+        if isinstance(new, sp.Integer) and target.kind in "iu":
+            info = np.iinfo(target)
+            if not info.min <= int(new) <= info.max:
+                raise DtypeError(f"the Python integer {new} is out of the range of {target} "
+                                 "(NumPy raises OverflowError)")
         if not isinstance(d, np.dtype):
             return new                                  # Python numbers: exact here
         if target.kind == "f":
@@ -260,7 +272,7 @@ def assign(body, containers, inferred, weak, filename="<kernel>"):
     for name, d in found.items():
         if is32(d) or isinstance(d, np.dtype) and d.kind in "iu":
             out[name] = _with_dtype(containers[name], d)
-    return _Rounding(out, found, weak).region(body), out
+    return _Rounding(out, found, weak, filename).region(body), out
 
 
 def _checked(fn, filename, line):
@@ -320,9 +332,10 @@ def _loaded(e):
 
 
 class _Rounding(Transformer):
-    def __init__(self, containers, found, weak):
+    def __init__(self, containers, found, weak, filename):
         super().__init__()
         self.containers, self.found, self.weak = containers, found, weak
+        self.filename = filename
 
     def node(self, node):
         if isinstance(node, Tasklet):
@@ -335,7 +348,8 @@ class _Rounding(Transformer):
 
     def _tasklet(self, t):
         of = _symbol_dtypes(t, self.containers, self.found, self.weak)
-        outputs = tuple((m, rounded(e, of)) for m, e in t.outputs)
+        outputs = _checked(lambda: tuple((m, rounded(e, of)) for m, e in t.outputs),
+                           self.filename, t.line)
         if all(a is b for (_, a), (_, b) in zip(outputs, t.outputs)):
             return t
         from dataclasses import replace

@@ -182,7 +182,7 @@ class ExpressionBuilder:
                                            f"{len(container.shape)} dimensions")
             return container.shape[k]
         container = self._array(node.value)
-        if container.dtype.kind != "i":
+        if container.dtype.kind not in "iu":
             raise self.src.error(node, f"{what} cannot use floating-point data "
                                        f"(`{ast.unparse(node)}`); index with an integer array")
         return index_load(container.name, self._subset(container, node))

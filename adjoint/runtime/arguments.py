@@ -78,10 +78,15 @@ def _array(sdfg, p, v, env, source, written):
             _bind_symbol(sdfg, size.name, actual, env, source, p.name, size)
     if v.dtype.kind in "iu":            # the value range bounds every index it provides
         low, high = value_range(p.name)
-        env[low], env[high] = (max(int(v.min()), INT64[0]), min(int(v.max()), INT64[1])) \
-            if v.size else (0, -1)
+        env[low], env[high] = (_clip(v.min()), _clip(v.max())) if v.size else (0, -1)
         source[low] = source[high] = p.name
     return v
+
+
+def _clip(value):
+    """An integer array's extreme value within int64, where indices are computed (a uint64
+    beyond it is an index beyond every size: its bounds check fails)."""
+    return min(max(int(value), INT64[0]), INT64[1])
 
 
 def _as_index_array(p, v):
