@@ -47,6 +47,9 @@ class DType:
 
 float64 = DType(np.dtype(np.float64))
 float32 = DType(np.dtype(np.float32))
-int64 = DType(np.dtype(np.int64))      # index arrays: read-only, never differentiated
+int64 = DType(np.dtype(np.int64))      # integer arrays: never differentiated
 int32 = DType(np.dtype(np.int32))
+int16, int8 = DType(np.dtype(np.int16)), DType(np.dtype(np.int8))
+uint64, uint32 = DType(np.dtype(np.uint64)), DType(np.dtype(np.uint32))
+uint16, uint8 = DType(np.dtype(np.uint16)), DType(np.dtype(np.uint8))
 bool_ = DType(np.dtype(np.bool_))      # masks: read-only, never differentiated

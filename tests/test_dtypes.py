@@ -1,7 +1,7 @@
 """dtypes in array creation: ``dtype=`` naming float64 in any spelling, ``np.eye``,
 ``.astype(np.float64)`` / ``np.float64(v)`` as float64 copies (forward bitwise against
 ``py_func``, gradients against central differences), and a KernelSyntaxError naming
-the line for float32 and integer temporaries.
+the line for boolean temporaries (float32 ones: test_float32.py, integer ones: test_integers.py).
 """
 import numpy as np
 import pytest
@@ -88,34 +88,6 @@ def test_gradients_reverse_and_forward(k):
 
 
 @kernel
-def f32_keyword(u):
-    v = np.zeros(u.shape, dtype=np.float32)
-    return np.sum(v)
-
-
-@kernel
-def f32_positional(u):
-    v = np.empty(u.shape, "float32")
-    return np.sum(v)
-
-
-@kernel
-def f32_like(u, x):
-    v = np.zeros_like(u, dtype=x.dtype)
-    return np.sum(v)
-
-
-@kernel
-def f32_astype(u):
-    return np.sum(u.astype(np.float32))
-
-
-@kernel
-def f32_scalar(u):
-    return np.float32(u[0])
-
-
-@kernel
 def int_keyword(u):
     v = np.zeros(u.shape, dtype=np.int32)          # nussinov
     return np.sum(v)
@@ -145,19 +117,17 @@ def unknown_dtype(u):
 
 
 U = np.ones(3)
-F32, I64 = np.ones(3, dtype=np.float32), np.ones(3, dtype=np.int64)
+I64 = np.ones(3, dtype=np.int64)
+
+
+@pytest.mark.parametrize("k, args", [(int_keyword, (U,)), (int_builtin, (U,)),
+                                     (int_like, (U, I64))], ids=lambda v: getattr(v, "__name__", ""))
+def test_integer_temporaries(k, args):
+    assert k(*args) == k.py_func(*args)
 
 
 @pytest.mark.parametrize("k, args, message", [
-    (f32_keyword, (U,), "float32 temporaries are not supported yet"),
-    (f32_positional, (U,), "float32 temporaries are not supported yet"),
-    (f32_like, (U, F32), "float32 temporaries are not supported yet"),
-    (f32_astype, (U,), "float32 temporaries are not supported yet"),
-    (f32_scalar, (U,), "float32 temporaries are not supported yet"),
-    (int_keyword, (U,), "int32 temporaries are not supported .integer"),
-    (int_builtin, (U,), "int64 temporaries are not supported .integer"),
-    (int_like, (U, I64), "int64 temporaries are not supported .integer"),
-    (eye_int, (U,), "bool temporaries are not supported .integer"),
+    (eye_int, (U,), "bool temporaries are not supported .boolean"),
     (unknown_dtype, (U,), "complex128 temporaries are not supported yet"),
 ], ids=lambda v: getattr(v, "__name__", ""))
 def test_other_dtypes_rejected(k, args, message):
@@ -176,12 +146,16 @@ def mask_like(u):
 @kernel
 def expression_like(u, i):
     v = np.zeros(u.shape, dtype=(i + 1).dtype)      # int64 in NumPy
+    v[:] = i * 3
     return np.sum(v)
 
 
+def test_dtype_of_an_expression():
+    assert expression_like(U, I64) == expression_like.py_func(U, I64)
+
+
 @pytest.mark.parametrize("k, args, message", [
-    (mask_like, (U,), "bool temporaries are not supported .integer"),
-    (expression_like, (U, I64), "is not a dtype the kernel can tell"),
+    (mask_like, (U,), "bool temporaries are not supported .boolean"),
 ], ids=lambda v: getattr(v, "__name__", ""))
 def test_dtype_of_masks_and_expressions_not_taken_for_float64(k, args, message):
     with pytest.raises(KernelSyntaxError, match=message):

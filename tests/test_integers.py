@@ -270,3 +270,207 @@ def test_and_or_read_only_what_python_reads():
         g, e = grad(rising, wrt="A")(C, k), np.eye(6) * 1e-6
         fd = [(rising.py_func(C + d, k) - rising.py_func(C - d, k)) / 2e-6 for d in e]
         assert np.allclose(g, fd, rtol=1e-6, atol=1e-8), k
+
+
+# ---------------------------------------------------------------- integer data the kernel writes
+# Integer arrays are computed in their own dtype and written back to the caller's array;
+# every result is compared bitwise with the kernel run as NumPy (integer arithmetic is
+# exact, and wraps around at the width as NumPy's arrays do).
+from adjoint import KernelSyntaxError, int32, options, uint8, vjp  # noqa: E402
+from kernel_testing import copy_args, fd_directional, rng_for  # noqa: E402
+
+
+def same_as_numpy(k, *args):
+    got, want = copy_args(args), copy_args(args)
+    r1, r2 = k(*got), k.py_func(*want)
+    for g, w in zip(got, want):
+        if isinstance(g, np.ndarray):
+            assert g.dtype == w.dtype and np.array_equal(g, w), (k.__name__, g, w)
+    return r1, r2, got
+
+
+@kernel
+def shortest_paths(path):
+    """Floyd-Warshall on an int32 matrix, as NumPy code writes it."""
+    for k in range(path.shape[0]):
+        path[:] = np.minimum(path[:], np.add.outer(path[:, k], path[k, :]))
+
+
+def test_floyd_warshall_like_update():
+    rng = rng_for("fw")
+    path = rng.integers(0, 100, (12, 12)).astype(np.int32)
+    path[rng.random((12, 12)) < 0.4] = 999
+    same_as_numpy(shortest_paths, path)
+
+
+def test_int32_wraps_around_as_numpy():
+    path = np.array([[0, 2 ** 30 + 5], [2 ** 30 + 7, 2 ** 31 - 1]], dtype=np.int32)
+    with np.errstate(over="ignore"):
+        _, _, (got,) = same_as_numpy(shortest_paths, path)
+    assert got.min() < 0                        # 2**30 + 2**30 wrapped below zero
+
+
+@kernel
+def arithmetic(a, b, out):
+    out[:] = a * b + a - (b << 3) + (a // 3) * (a % (b | 1)) - a // (b | 1)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.int16, np.uint8])
+def test_wrapping_arithmetic_of_each_width(dtype):
+    rng = rng_for("arith", np.dtype(dtype).name)
+    info = np.iinfo(dtype)
+    a = rng.integers(info.min, info.max, 64, endpoint=True).astype(dtype)
+    b = rng.integers(info.min, info.max, 64, endpoint=True).astype(dtype)
+    with np.errstate(all="ignore"):
+        same_as_numpy(arithmetic, a, b, np.zeros(64, dtype))
+
+
+@kernel
+def bit_ops(a, s, out):
+    for i in range(a.shape[0]):
+        out[i] = (~a[i] & 0xF0) | (a[i] >> s[i]) ^ (a[i] << 2)
+
+
+def test_bit_operations_on_uint8_as_numpy():
+    a = np.arange(0, 256, 7, dtype=np.uint8)
+    s = (np.arange(a.size) % 10).astype(np.uint8)          # counts beyond the width give 0
+    same_as_numpy(bit_ops, a, s, np.zeros(a.size, np.uint8))
+
+
+@kernel
+def crc_like(data, out):
+    """A CRC-16 over bytes: bit tests, shifts and xors of the running value."""
+    out[0] = 0xFFFF
+    for b in data:
+        for s in range(8):
+            if (out[0] & 1) ^ ((b >> s) & 1):
+                out[0] = (out[0] >> 1) ^ 0x8408
+            else:
+                out[0] = out[0] >> 1
+    out[0] = ~out[0] & 0xFFFF
+    out[0] = (out[0] << 8) | ((out[0] >> 8) & 0xFF)
+    return out[0] & 0xFFFF
+
+
+def test_crc_like_loop_over_uint8_data():
+    data = rng_for("crc").integers(0, 256, 300).astype(np.uint8)
+    r1, r2, _ = same_as_numpy(crc_like, data, np.zeros(1, np.int64))
+    assert r1 == r2
+
+
+@kernel
+def pairing(seq, table):
+    """A Nussinov-like int32 dynamic programme with max()."""
+    n = seq.shape[0]
+    for i in range(n - 1, -1, -1):
+        for j in range(i + 1, n):
+            table[i, j] = max(table[i, j], table[i, j - 1])
+            if i + 1 < n:
+                table[i, j] = max(table[i, j], table[i + 1, j])
+                pair = 1 if seq[i] + seq[j] == 3 else 0
+                table[i, j] = max(table[i, j], table[i + 1, j - 1] + pair)
+            for k in range(i + 1, j):
+                table[i, j] = max(table[i, j], table[i, k] + table[k + 1, j])
+
+
+def test_nussinov_like_int32_table():
+    seq = rng_for("nussinov").integers(0, 4, 40).astype(np.int32)
+    _, _, (_, table) = same_as_numpy(pairing, seq, np.zeros((40, 40), np.int32))
+    assert table.max() > 0
+
+
+@kernel
+def counted(x, counts, out):
+    """Integers computed by the kernel inside a float kernel that is differentiated."""
+    for i in range(x.shape[0]):
+        counts[i] = (counts[i] * 3 + i) % 7
+        out[i] = x[i] * counts[i] + x[i] * x[i] / (counts[i] + 1)
+    return np.sum(out * out)
+
+
+def test_a_float_kernel_using_integers_differentiates():
+    rng = rng_for("counted")
+    x, counts = rng.random(9), rng.integers(0, 50, 9).astype(np.int32)
+    same_as_numpy(counted, x, counts, np.zeros(9))
+    outs, pullback = vjp(counted, x.copy(), counts.copy(), np.zeros(9))
+    back = pullback({"return": 1.0, "out": np.zeros(9)})
+    assert set(back) == {"x", "out"}                 # integers have no cotangent
+    d = rng.standard_normal(9)
+
+    def loss(args):
+        xs, c, o = copy_args(args)
+        return counted.py_func(xs, c, o)
+    want = fd_directional(loss, (x, counts, np.zeros(9)), {"x": 0}, {"x": d})
+    assert abs(float(back["x"] @ d) - want) <= 1e-7 * abs(want)
+
+
+def test_integer_dtypes_of_the_values():
+    text = crc_like.explain(np.zeros(3, np.uint8), np.zeros(1, np.int64))
+    assert "transient uint8 b" in text                # the element of a uint8 array
+    text = shortest_paths.explain(np.zeros((2, 2), np.int32))
+    assert "as_int32" in text
+
+
+def test_integer_temporaries_and_sums():
+    @kernel
+    def histogram_like(idx, out):
+        h = np.zeros(out.shape, dtype=np.int32)
+        for i in range(idx.shape[0]):
+            h[idx[i]] = h[idx[i]] + 1
+        out[:] = h * 2 - 1
+        return np.sum(h)
+
+    idx = rng_for("hist").integers(0, 5, 40).astype(np.int64)
+    r1, r2, _ = same_as_numpy(histogram_like, idx, np.zeros(5, np.int32))
+    assert r1 == r2 == 40
+
+
+@kernel
+def shifted_back(a):
+    a[:] = a >> -1
+
+
+@kernel
+def negative_unsigned(a):
+    a[:] = a % -5                                   # NumPy: OverflowError
+
+
+@kernel
+def float_bits(x: float64[N], out: float64[N]):
+    for i in range(N):
+        out[i] = x[i] & 1
+
+
+def test_bad_integer_operations_name_the_line():
+    with pytest.raises(KernelSyntaxError, match="negative count") as info:
+        shifted_back(np.zeros(3, np.int32))
+    assert f":{line_of(shifted_back, '>> -1')}:" in str(info.value)
+    with pytest.raises(KernelSyntaxError, match="bit operations need integers") as info:
+        float_bits(np.ones(3), np.ones(3))
+    assert f":{line_of(float_bits, '& 1')}:" in str(info.value)
+    with pytest.raises(KernelSyntaxError, match="-5 is out of the range of uint8"):
+        negative_unsigned(np.zeros(3, np.uint8))
+
+
+def test_a_written_integer_argument_of_another_dtype_is_refused():
+    from adjoint import ArgumentError
+
+    @kernel
+    def bump(a: int32[N]):
+        a[:] = a + 1
+
+    a = np.zeros(3, np.int32)
+    bump(a)
+    assert a.tolist() == [1, 1, 1]
+    with pytest.raises(ArgumentError, match="'a' has dtype int64"):
+        bump(np.zeros(3, np.int64))
+
+
+def test_emulated_cuda_integers(monkeypatch):
+    path = rng_for("fw-cuda").integers(0, 50, (9, 9)).astype(np.int32)
+    data = rng_for("crc-cuda").integers(0, 256, 40).astype(np.uint8)
+    monkeypatch.setattr(options, "device", "cuda")
+    monkeypatch.setattr(options, "cuda_emulation", True)
+    same_as_numpy(shortest_paths, path)
+    r1, r2, _ = same_as_numpy(crc_like, data, np.zeros(1, np.int64))
+    assert r1 == r2

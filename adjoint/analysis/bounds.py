@@ -159,7 +159,7 @@ class _Integers:
             for n in dims:
                 self.spans[n] = (0, min(self.spans[n][1], INT64[1] // a.dtype.itemsize))
         for name, c in sdfg.containers.items():
-            if c.dtype.kind == "i":
+            if c.dtype.kind in "iu":
                 info = np.iinfo(c.dtype)
                 for s in value_range(name):
                     self.spans[s] = (int(info.min), int(info.max))

@@ -33,7 +33,7 @@ from ..sdfg.visit import flattened
 from ..analysis.dependence import countable, counted, forward_only, injective, trips_taped
 from ..analysis.parallel import (PARALLEL_WORK, shared_across_rows, shared_sums,
                                  tape_per_iteration)
-from ..sdfg.arithmetic import common_subexpressions, evaluated, reassociable
+from ..sdfg.arithmetic import IntCast, common_subexpressions, evaluated, reassociable
 from ..errors import AdjointError
 from .printer import CPrinter, c_name, identifier
 
@@ -133,6 +133,18 @@ SC_VALUE double sc_pyfloordiv(double a, double b)
   if (m && ((b < 0) != (m < 0))) d -= 1.0;
   if (!d) return copysign(0.0, a / b);
   double f = floor(d); return d - f > 0.5 ? f + 1.0 : f; }
+/* NumPy's integer // and % (0 for a zero divisor, wrapping at the minimum) and shifts
+   (0, or the sign, from a count beyond the width) */
+SC_VALUE int64_t sc_ipyfloordiv(int64_t a, int64_t b)
+{ if (b == 0) return 0; if (b == -1) return (int64_t)((uint64_t)0 - (uint64_t)a);
+  int64_t q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }
+SC_VALUE int64_t sc_ipymod(int64_t a, int64_t b)
+{ if (b == 0 || b == -1) return 0;
+  int64_t r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
+SC_VALUE uint64_t sc_shl(int64_t a, int64_t b, int bits)
+{ return (b < 0 || b >= bits) ? 0 : (uint64_t)a << b; }
+SC_VALUE int64_t sc_shr(int64_t a, int64_t b, int bits)
+{ return (b < 0 || b >= bits) ? (a < 0 ? -1 : 0) : a >> b; }
 /* NumPy's sign: nan stays nan, both zeros give 0.0 */
 SC_VALUE double sc_npsign(double a) { return a != a ? a : (double)((a > 0) - (a < 0)); }
 """
@@ -166,6 +178,8 @@ COUNTS = 4      # per region in sc_check's output: pushes, work, most pushes per
 # Starts each part of a module's source that compiles on its own after the head.
 PART = "/* ---- sc: part ---- */\n"
 C_TYPES = {"float64": "double", "float32": "float", "int64": "int64_t", "int32": "int32_t",
+           "int16": "int16_t", "int8": "int8_t", "uint64": "uint64_t", "uint32": "uint32_t",
+           "uint16": "uint16_t", "uint8": "uint8_t",
            "bool": "uint8_t"}
 
 
@@ -1019,8 +1033,10 @@ class _Generator:
 
     def _tasklet(self, t):
         self.open("")
-        for conn, m in t.inputs:
-            self.emit(f"const double {c_name(conn, self.names)} = {self.access(m)};")
+        for conn, m in t.inputs:        # integers in their own dtype (frontend/dtypes.py)
+            dtype = self.shapes[m.data].dtype
+            t_ = C_TYPES[dtype.name] if dtype.kind in "iu" else "double"
+            self.emit(f"const {t_} {c_name(conn, self.names)} = {self.access(m)};")
         # Neighbours along the innermost loop of an element being written (a recurrence
         # such as Gauss-Seidel's A[i, j-1]) are added last, so that only the last
         # additions wait on the previous iteration.
@@ -1037,7 +1053,8 @@ class _Generator:
         temps, exprs = (sp.cse(exprs, symbols=names) if free
                         else common_subexpressions(exprs, names))
         for sym, e in temps:
-            self.emit(f"const double {c_name(sym, self.names)} = {self.value.doprint(e)};")
+            t_ = C_TYPES[e.dtype] if isinstance(e, IntCast) else "double"
+            self.emit(f"const {t_} {c_name(sym, self.names)} = {self.value.doprint(e)};")
         for (m, _), e in zip(t.outputs, exprs):
             value = self.value.doprint(e)
             if self.guard is not None:      # a select (see _selects)

@@ -3,6 +3,7 @@ import functools
 import hashlib
 import re
 
+import numpy as np
 import sympy as sp
 from sympy.core.function import AppliedUndef
 from sympy.functions.elementary.piecewise import ExprCondPair
@@ -44,6 +45,7 @@ class CPrinter(C99CodePrinter):
         if not _printable(type(expr)):
             self._print_not_supported(expr)
         if (not self.index and isinstance(expr, sp.Expr) and not expr.is_Number
+                and not isinstance(expr, fp.IntCast)        # in its dtype: C converts it
                 and expr.free_symbols and _may_be_integer(expr) and expr.is_integer):
             return f"((double)({self._index_printer.doprint(expr)}))"
         return super()._print(expr, **kwargs)
@@ -94,6 +96,10 @@ class CPrinter(C99CodePrinter):
         return f"({expr.p}.0/{expr.q}.0)"
 
     def _print_Function(self, expr):
+        if isinstance(expr, fp.IntCast):
+            return self._int_cast(expr)
+        if isinstance(expr, fp._Bits):              # of integers that are not data
+            return self._integer(expr, 64)
         loads = index_loads(expr)
         if loads and loads[0][1] == expr:           # an element of an integer array
             return self.load(loads[0][0], expr.args)
@@ -133,6 +139,70 @@ class CPrinter(C99CodePrinter):
         # differently) for these exponents unless called through a function it cannot see into
         fn = "sc_pow" if exp.is_Float and float(exp) in (0.5, -1.0) else "pow"
         return f"{fn}({self._print(base)}, {self._print(exp)})"
+
+    def _print_as_float32(self, expr):
+        """NumPy's float32 rounding of a value computed in double (frontend/dtypes.py)."""
+        return f"((float)({self._print(expr.args[0])}))"
+
+    def _print_as_float64(self, expr):
+        return f"((double)({self._print(expr.args[0])}))"
+
+    # Integers of data (frontend/dtypes.py): each operation inside a cast to its dtype,
+    # computed in uint64_t (wrapping modulo 2**64, never C's undefined signed overflow)
+    # and truncated to the dtype's width: NumPy's wrap-around.
+    def _int_cast(self, expr):
+        t = INT_C_TYPES[expr.dtype]
+        bits = 8 * np.dtype(expr.dtype).itemsize
+        return f"(({t})({self._integer(expr.args[0], bits)}))"
+
+    def _integer(self, e, bits):
+        """``e`` (an operation on integers of one dtype, ``bits`` wide) as C."""
+        op = self._int_operand
+        if isinstance(e, sp.Add):
+            out = f"(uint64_t){op(e.args[0])}"
+            for term in e.args[1:]:
+                negated = _negated(term)
+                out += f" - (uint64_t){op(negated)}" if negated is not None else \
+                    f" + (uint64_t){op(term)}"
+            return out
+        if isinstance(e, sp.Mul):
+            if len(e.args) == 2 and e.args[0] == -1:
+                return f"(uint64_t)0 - (uint64_t){op(e.args[1])}"
+            return " * ".join(f"(uint64_t){op(a)}" for a in e.args)
+        if isinstance(e, sp.Pow) and e.exp.is_Integer and 0 < int(e.exp) <= 4:
+            return " * ".join([f"(uint64_t){op(e.base)}"] * int(e.exp))
+        if isinstance(e, fp._Bits):
+            args = [op(a) for a in e.args]
+            if isinstance(e, fp.bit_not):
+                return f"(~{args[0]})"
+            if isinstance(e, fp.shift_left):
+                return f"sc_shl({args[0]}, {args[1]}, {bits})"
+            if isinstance(e, fp.shift_right):
+                return f"sc_shr({args[0]}, {args[1]}, {bits})"
+            return f"({args[0]} {e.c_op} {args[1]})"
+        if isinstance(e, fp._Choice):
+            return f"{'sc_imax' if e.largest else 'sc_imin'}({op(e.args[0])}, {op(e.args[1])})"
+        if isinstance(e, (fp.py_floordiv, fp.py_mod)):
+            fn = "sc_ipyfloordiv" if isinstance(e, fp.py_floordiv) else "sc_ipymod"
+            return f"{fn}({op(e.args[0])}, {op(e.args[1])})"
+        if isinstance(e, sp.Abs):
+            a = op(e.args[0])
+            return f"({a} < 0 ? (uint64_t)0 - (uint64_t){a} : (uint64_t){a})"
+        if isinstance(e, sp.Piecewise):
+            out = op(e.args[-1].expr)
+            for value, cond in reversed(e.args[:-1]):
+                out = f"(({self._print(cond)}) ? {op(value)} : {out})"
+            return out
+        return op(e)
+
+    def _int_operand(self, e):
+        """An operand of an integer operation, parenthesised: a connector (declared in its
+        container's dtype), a cast, an integer constant or an index expression."""
+        if isinstance(e, fp.IntCast):
+            return self._int_cast(e)
+        if isinstance(e, sp.Symbol) and not e.is_integer:
+            return c_name(e, self.names)
+        return f"({self._index_printer.doprint(e)})"
 
     def _print_Heaviside(self, expr):
         return f"sc_heaviside({self._print(expr.args[0])})"
@@ -179,6 +249,10 @@ class CPrinter(C99CodePrinter):
     def _print_BooleanFalse(self, expr):
         return "0"
 
+
+INT_C_TYPES = {"int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "int64": "int64_t",
+               "uint8": "uint8_t", "uint16": "uint16_t", "uint32": "uint32_t",
+               "uint64": "uint64_t"}
 
 # Python's and NumPy's functions of sdfg/arithmetic.py: C helpers of both preambles.
 HELPERS = {fp.py_max: "sc_pymax", fp.py_min: "sc_pymin", fp.np_maximum: "sc_max",

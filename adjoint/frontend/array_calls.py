@@ -16,6 +16,7 @@ from .array_shapes import (ArrayExpr, broadcast_to, constant, flip, fmt_shape, n
                            reshape, same_size, subscript, transpose, truth, volume,
                            without_view)
 from .array_stores import store, temporary
+from .dtypes import FLOAT32, FLOAT64, value_dtype
 from .masks import masked_operand
 from .functions import floordiv, python_mod
 from ..analysis.bounds import Fits
@@ -224,26 +225,37 @@ def _shape(b, node):
     return tuple(b.ex.index(item, "an array size") for item in items)
 
 
-def _check_dtype(b, args):
-    """Temporaries are float64: ``dtype=`` may name float64 in any spelling (np.float64,
-    float, "float64", ``A.dtype`` of a float64 array); other dtypes are refused."""
+def _check_dtype(b, args, default=FLOAT64):
+    """The dtype of a new array: ``dtype=`` may name float64, float32 or an integer dtype in
+    any spelling (np.float32, float, int, "int32", ``A.dtype``); bool and others are
+    refused. ``default`` where it is left out (None: the dtype of what is stored)."""
     node = args.get("dtype")
     if node is None or isinstance(node, ast.Constant) and node.value is None:
-        return
+        return default
     dtype = _dtype(b, node)
-    if dtype == np.float64:
-        return
+    if dtype in (FLOAT64, FLOAT32) or dtype is not None and dtype.kind in "iu":
+        return dtype
     what = f"dtype `{ast.unparse(node)}`"
     if dtype is None:
         raise b.src.error(node, f"{what} is not a dtype the kernel can tell; temporaries are "
-                                "float64: leave out dtype= or use np.float64")
+                                "float64 or float32: leave out dtype= or use np.float64")
     if dtype.kind not in "iub":
         raise b.src.error(node, f"{what}: {dtype} temporaries are not supported yet "
-                                "(kernels compute in float64); leave out dtype= or use "
-                                "np.float64")
-    raise b.src.error(node, f"{what}: {dtype} temporaries are not supported (integer and "
-                            "boolean arrays are read-only in kernels); compute in a float64 "
+                                "(kernels compute in float64 and float32); leave out dtype= "
+                                "or use np.float64")
+    raise b.src.error(node, f"{what}: {dtype} temporaries are not supported (boolean "
+                            "arrays are read-only in kernels); compute in a float64 "
                             "array: leave out dtype= or use np.float64")
+
+
+def _converted(value, dtype):
+    """``value`` as an array of ``dtype``: each element converted (float32: rounded)."""
+    if dtype is None or value.dtype is not None and dtype == value.dtype:
+        return value
+    cast = fp.as_float32 if dtype == FLOAT32 else fp.as_float64 if dtype.kind == "f" else \
+        fp.INT_CASTS[dtype.name]
+    return ArrayExpr(value.shape, lambda index: cast(number(value.at(index)), evaluate=False),
+                     dtype=dtype)
 
 
 def _dtype(b, node):
@@ -251,8 +263,7 @@ def _dtype(b, node):
     or None."""
     if isinstance(node, ast.Attribute) and node.attr == "dtype":
         value = b.expr(node.value)          # a mask is bool; an expression's, unknown
-        return np.dtype(bool) if value.boolean else \
-            value.view.container.dtype if value.view is not None else None
+        return np.dtype(bool) if value.boolean else value_dtype(b, value)
     if isinstance(node, ast.Attribute) and b.ex._module(node.value) is np:
         spelled = getattr(np, node.attr, None)
     elif isinstance(node, ast.Name) and b.ex._builtin_name(node) in ("float", "int", "bool"):
@@ -277,13 +288,13 @@ def _scalar(b, node):
 # ---- creation -----------------------------------------------------------------------------
 def _filled(fill, empty=False):
     def handler(b, node, args):
-        _check_dtype(b, args)
+        dtype = _check_dtype(b, args)
         shape = _shape(b, _required(b, node, args, "shape"))
         _check_sizes(b, node, shape)
         if fill is None:
             value = _scalar(b, _required(b, node, args, "fill_value"))
-            return ArrayExpr(shape, lambda index: number(value.at(())))
-        return constant(sp.Integer(fill), shape, empty=empty)
+            return ArrayExpr(shape, lambda index: number(value.at(())), dtype=dtype)
+        return constant(sp.Integer(fill), shape, empty=empty, dtype=dtype)
     return handler
 
 
@@ -308,22 +319,29 @@ def _check_sizes(b, node, shape):
 
 def _filled_like(fill, empty=False):
     def handler(b, node, args):
-        _check_dtype(b, args)
-        shape = b.expr(_required(b, node, args, "a")).shape
+        a = b.expr(_required(b, node, args, "a"))
+        dtype = _check_dtype(b, args, value_dtype(b, a))
         if fill is None:
             value = _scalar(b, _required(b, node, args, "fill_value"))
-            return ArrayExpr(shape, lambda index: number(value.at(())))
-        return constant(sp.Integer(fill), shape, empty=empty)
+            return ArrayExpr(a.shape, lambda index: number(value.at(())), dtype=dtype)
+        return constant(sp.Integer(fill), a.shape, empty=empty, dtype=dtype)
     return handler
 
 
 def _copy(b, node, args):
-    _check_dtype(b, args)
-    return without_view(b.expr(_required(b, node, args, "a")))
+    """``.copy()``, ``np.copy``; ``.astype(dtype)`` converts each element."""
+    value = b.expr(_required(b, node, args, "a"))
+    dtype = _check_dtype(b, args, None)
+    if dtype is not None and dtype == value_dtype(b, value):
+        dtype = None                                # a copy: nothing to convert
+    if dtype is not None and dtype.kind in "iu" and value_dtype(b, value).kind not in "iub":
+        raise b.src.error(node, f"`{ast.unparse(node)}`: converting floats to integers is not "
+                                "supported; compute in floats (np.floor, np.trunc)")
+    return _converted(without_view(value), dtype)
 
 
 def _eye(b, node, args):
-    _check_dtype(b, args)
+    dtype = _check_dtype(b, args)
     n = b.ex.index(_required(b, node, args, "N"), "an array size")
     m = args.get("M")
     m = n if m is None or isinstance(m, ast.Constant) and m.value is None else \
@@ -332,11 +350,11 @@ def _eye(b, node, args):
     _check_sizes(b, node, (n, m))
     return ArrayExpr((n, m), lambda index: fp.select(sp.Integer(1),
                                                      sp.Eq(index[1] - index[0], k),
-                                                     sp.Integer(0)))
+                                                     sp.Integer(0)), dtype=dtype)
 
 
 def _scalar_type(b, node, args):
-    """``np.float64(x)``: a float64 copy, as ``x.astype(np.float64)``."""
+    """``np.float64(x)``, ``np.float32(x)``: a copy converted, as ``x.astype(...)``."""
     return _copy(b, node, {"a": _required(b, node, args, "x"), "dtype": node.func})
 
 
@@ -794,10 +812,13 @@ def _array(copy):
     list or tuple (nested), its elements stacked."""
     def handler(b, node, args):
         a = _required(b, node, args, "object" if copy else "a")
-        _check_dtype(b, args)
+        dtype = _check_dtype(b, args, None)
         if isinstance(a, (ast.Tuple, ast.List)):
-            return _literal(b, node, a)
-        return without_view(b.expr(a)) if copy else b.expr(a)
+            return _converted(_literal(b, node, a), dtype)
+        value = b.expr(a)
+        if dtype is not None and dtype != value_dtype(b, value):
+            return _converted(without_view(value), dtype)
+        return without_view(value) if copy else value
     return handler
 
 
@@ -863,7 +884,6 @@ def _float_arange(b, node, values):
 def _linspace(b, node, args):
     """NumPy's linspace, operation for operation: ``k * step + start`` with ``step = (stop
     - start) / div``, ``(k / div) * delta + start`` where the step is zero, ``stop`` last."""
-    _check_dtype(b, args)
     if _flag(b, args, "retstep"):
         raise b.src.error(node, f"`{ast.unparse(node)}`: retstep=True returns a tuple; "
                                 "compute the step as (stop - start) / (num - 1)")
@@ -885,7 +905,8 @@ def _linspace(b, node, args):
         value = fp.add(fp.select(spaced, sp.Gt(div, 0), fp.mul(k, delta)), start)
         return fp.select(stop, sp.And(sp.Eq(k, num - 1), sp.Gt(num, 1)), value) \
             if endpoint else value
-    return ArrayExpr((num,), at)
+    dtype = _check_dtype(b, args, None)
+    return _converted(ArrayExpr((num,), at, dtype=FLOAT64), dtype)
 
 
 # ---- reductions ---------------------------------------------------------------------------

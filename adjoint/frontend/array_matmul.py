@@ -24,6 +24,7 @@ from ..sdfg import State
 from ..sdfg import arithmetic as fp
 from .array_shapes import (AXES, ONE, ArrayExpr, broadcast_to, fmt_shape, number, reshape,
                            transpose)
+from .dtypes import FLOAT64
 from .array_stores import store, temporary
 
 
@@ -55,7 +56,7 @@ def matmul(b, node, left, right):
 
 def _product(b, node, shape, dims, a, c):
     """``a @ c`` (each (name, dims, transposed)) into a new transient of ``shape``."""
-    out = temporary(b, node, shape, "__matmul")
+    out = temporary(b, node, shape, "__matmul", dtype=FLOAT64)     # BLAS: float64
     product = MatMul(out.name, dims, a[0], a[1], c[0], c[1], a[2], c[2], line=b.line(node))
     b.ex.prelude.append(State((product,), f"matmul_{b.line(node)}"))
     return b.container(out)
@@ -135,7 +136,7 @@ def _operand(b, node, value, column):
 
 def _copy(b, node, value):
     """``value`` stored into a new float64 temporary of its shape."""
-    tmp = temporary(b, node, value.shape, "__operand")
+    tmp = temporary(b, node, value.shape, "__operand", dtype=FLOAT64)
     b.ex.prelude += store(b, b.container(tmp), lambda p, old: value.at(p), b.line(node))
     return tmp
 

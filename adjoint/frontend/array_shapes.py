@@ -49,6 +49,7 @@ class ArrayExpr:
     boolean: bool = False          # elements are sympy conditions (a mask)
     view: Optional[View] = None    # set when the value is writable memory
     empty: bool = False            # np.empty: elements undefined, nothing to store
+    dtype: Optional[object] = None  # the np.dtype a creation names (np.zeros(N): float64)
 
     @property
     def rank(self):
@@ -95,8 +96,8 @@ def is_condition(value):
     return isinstance(value, sp.logic.boolalg.Boolean) and not isinstance(value, sp.Expr)
 
 
-def constant(value, shape=(), boolean=False, empty=False):
-    return ArrayExpr(tuple(shape), lambda index: value, boolean, None, empty)
+def constant(value, shape=(), boolean=False, empty=False, dtype=None):
+    return ArrayExpr(tuple(shape), lambda index: value, boolean, None, empty, dtype)
 
 
 def remap(expr, shape, old_index, keep_view=True):

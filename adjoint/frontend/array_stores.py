@@ -40,8 +40,10 @@ def tasklet_body(ex, fn):
     return tuple((conn, Memlet(d, s)) for (d, s), conn in reads.items()), expr
 
 
-def temporary(b, node, shape, prefix, name=None):
-    """A new float64 transient array. An expression's temporary (not a name's array) may
+def temporary(b, node, shape, prefix, name=None, dtype=None):
+    """A new transient array: of ``dtype`` where the code names one (``np.zeros(N,
+    dtype=np.float32)``), else of the dtype of what is stored into it
+    (``frontend/dtypes.py``; float64 until then). An expression's temporary (not a name's array) may
     have sizes affine in loop variables (``data[:, i] @ data[:, i:]`` inside a loop):
     ``extents.largest_extents`` then allocates it at its largest size."""
     loose = set().union(*(sp.sympify(n).free_symbols for n in shape)) - set(b.kernel.symbols)
@@ -57,8 +59,10 @@ def temporary(b, node, shape, prefix, name=None):
                                 "array before the loop at its largest size and use a slice "
                                 "of it")
     name = name or b.kernel.new_transient(prefix).name
-    c = Container(name, FLOAT64, tuple(shape), True)
+    c = Container(name, dtype or FLOAT64, tuple(shape), True)
     b.kernel.containers[name] = c
+    if dtype is not None:
+        b.kernel.typed.add(name)
     return c
 
 
@@ -257,7 +261,7 @@ def _bind(b, stmt, target, v, op, binding):
                                      tuple(getattr(b.kernel, "loops", ())))
         binds.bind(name)
         return b.ex.prelude             # e.g. the product a view of its result names
-    c = temporary(b, stmt.value, v.shape, None, fresh)
+    c = temporary(b, stmt.value, v.shape, None, fresh, v.dtype)
     b.ex.scope[name] = (MaskValue if v.boolean else DataValue)(c)
     binds.bind(name, c.name)
     if v.empty:

@@ -31,6 +31,8 @@ ARITHMETIC = {ast.Add: fp.add, ast.Sub: fp.sub, ast.Mult: fp.mul, ast.Div: fp.di
               ast.Pow: lambda a, b: fp.power(a, b, array=True),
               ast.FloorDiv: lambda a, b: floordiv(a, b) if _integers(a, b) else fp.py_floordiv(a, b),
               ast.Mod: lambda a, b: python_mod(a, b) if _integers(a, b) else fp.py_mod(a, b)}
+BITS = {ast.BitAnd: fp.bit_and, ast.BitOr: fp.bit_or, ast.BitXor: fp.bit_xor,
+        ast.LShift: fp.shift_left, ast.RShift: fp.shift_right}
 LOGICAL = {ast.BitAnd: fp.logical(sp.And), ast.BitOr: fp.logical(sp.Or),
            ast.BitXor: fp.logical(sp.Xor)}
 
@@ -85,6 +87,14 @@ def is_array_subscript(scope, node):
     if isinstance(binding, DataValue) and len(items) < len(binding.container.shape):
         return True                     # A[i] of a matrix: a row
     return any(_is_array_item(scope, item) for item in items)
+
+
+def _no_negative_shift(src, node, op, count):
+    if op in (ast.LShift, ast.RShift) and count.rank == 0:
+        value = count.at(())
+        if getattr(value, "is_Integer", False) and value < 0:
+            raise src.error(node, f"`{ast.unparse(node)}` shifts by a negative count (NumPy "
+                                  "gives 0 or -1 there, Python raises)")
 
 
 def _is_array_item(scope, item):
@@ -315,8 +325,14 @@ class ArrayBuilder:
         if op is ast.MatMult:
             from .array_matmul import matmul
             return matmul(self, node, self.expr(node.left), self.expr(node.right))
-        if op in LOGICAL:
-            return self.combine(node, LOGICAL[op], [node.left, node.right], truth, True)
+        if op in LOGICAL or op in BITS:
+            a, b = self.expr(node.left), self.expr(node.right)
+            if op in LOGICAL and a.boolean and b.boolean:     # masks: (x > 0) & (x < 1)
+                return self.combine(node, LOGICAL[op], [a, b], truth, True)
+            if a.rank == b.rank == 0:
+                return self.scalar(node)
+            _no_negative_shift(self.src, node, op, b)
+            return self.combine(node, lambda x, y: fp.bits(BITS[op], x, y), [a, b])
         if op not in ARITHMETIC:
             return self.scalar(node)
         fn = ARITHMETIC[op]
@@ -328,7 +344,10 @@ class ArrayBuilder:
 
     def _expr_UnaryOp(self, node):
         if isinstance(node.op, ast.Invert):
-            return self.combine(node, fp.logical(sp.Not), [node.operand], truth, True)
+            a = self.expr(node.operand)
+            if not a.boolean:                   # an integer array's bits
+                return self.combine(node, lambda x: fp.bits(fp.bit_not, x), [a])
+            return self.combine(node, fp.logical(sp.Not), [a], truth, True)
         if isinstance(node.op, ast.USub):
             return self.combine(node, fp.neg, [node.operand])
         if isinstance(node.op, ast.UAdd):

@@ -32,6 +32,10 @@ class DataValue:
         self.container = container
 
 
+BITS = {ast.BitAnd: fp.bit_and, ast.BitOr: fp.bit_or, ast.BitXor: fp.bit_xor,
+        ast.LShift: fp.shift_left, ast.RShift: fp.shift_right}      # on integers
+
+
 class ExpressionBuilder:
     """Converts the expressions of one statement, collecting the memlets they read."""
 
@@ -179,7 +183,7 @@ class ExpressionBuilder:
                                            f"{len(shape)} dimensions")
             return shape[int(k)]
         container = self._array(node.value)
-        if container.dtype.kind != "i":
+        if container.dtype.kind not in "iu":
             raise self.src.error(node, f"{what} cannot use floating-point data "
                                        f"(`{ast.unparse(node)}`); index with an integer array")
         return index_load(container.name, self._subset(container, node))
@@ -261,6 +265,8 @@ class ExpressionBuilder:
             return fp.neg(v)
         if isinstance(node.op, ast.UAdd):
             return v
+        if isinstance(node.op, ast.Invert):
+            return fp.bits(fp.bit_not, v)
         raise self.src.error(node, f"operator `{ast.unparse(node)}` is not supported on numbers")
 
     def _value_BinOp(self, node, elementwise):
@@ -277,6 +283,11 @@ class ExpressionBuilder:
         if op is ast.Mod:
             return fp.py_mod(a, b) if not (a.is_integer and b.is_integer) \
                 else python_mod(a, self._divisor(node, b))
+        if op in BITS:
+            if op in (ast.LShift, ast.RShift) and b.is_Integer and b < 0:
+                raise self.src.error(node, f"`{ast.unparse(node)}` shifts by a negative count "
+                                           "(Python raises ValueError)")
+            return fp.bits(BITS[op], a, b)
         raise self.src.error(node, f"operator `{ast.unparse(node)}` is not supported")
 
     def _value_Attribute(self, node, elementwise):

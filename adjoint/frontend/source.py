@@ -16,7 +16,8 @@ from ..types import ArrayType
 from .outside import as_library_calls, function_value, resolve
 
 FLOAT_DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
-INT_DTYPES = (np.dtype(np.int64), np.dtype(np.int32), np.dtype(np.bool_))
+INT_DTYPES = tuple(np.dtype(t) for t in (np.int64, np.int32, np.int16, np.int8, np.uint64,
+                                          np.uint32, np.uint16, np.uint8, np.bool_))
 # Other integer arrays are index arrays too: passed as int64 copies (runtime/arguments.py)
 
 

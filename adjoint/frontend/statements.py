@@ -9,7 +9,8 @@ import sympy as sp
 from ..sdfg import (SDFG, Argument, ConditionalRegion, Container, LoopRegion, Memlet,
                     Sequence, State, Tasklet)
 from ..errors import KernelSyntaxError
-from ..sdfg.nodes import condition_containers, flag_symbol, tasklets, value_range, walk
+from ..sdfg.nodes import (condition_containers, flag_symbol, index_loads, regions, tasklets,
+                          value_range, walk)
 from ..types import ArrayType
 from .arrays import ArrayBuilder, ArrayState
 from .arrays import assign as assign_arrays
@@ -19,6 +20,7 @@ from .calls import (assign_results, call_statement, callee_of, local_function,
                     unpack_call)
 from ..sdfg import arithmetic as fp
 from .expressions import DataValue, ExpressionBuilder, IntValue
+from . import dtypes
 from .locals import classify_locals
 from .loops import LoopLowering
 from .outside import bind_arrays
@@ -33,6 +35,7 @@ class KernelBuilder(LoopLowering):
     def __init__(self, src, name, types):
         self.src, self.name = src, name
         self.containers, self.arguments, self.symbols = {}, [], []
+        self.typed = set()          # transients whose dtype the code names (dtypes.py)
         self.scope = {}
         self._counter = 0
         self._bind_arguments(types)
@@ -78,7 +81,7 @@ class KernelBuilder(LoopLowering):
             self.containers[name] = c
             self.scope[name] = DataValue(c)
         for c in list(self.containers.values()):
-            if c.dtype.kind == "i":       # index arrays: their value range, for bounds checks
+            if c.dtype.kind in "iu":      # index arrays: their value range, for bounds checks
                 self.symbols += list(value_range(c.name))
         self.outside = {id(value): self.scope[name] for name, value in self.src.outside}
         bind_arrays(self, self.src, self.scope)
@@ -102,7 +105,11 @@ class KernelBuilder(LoopLowering):
         self._check_outside_read_only(body)
         self._check_values_are_real(body)
         assumptions = tuple((c, line, self.src.speak(m)) for c, line, m in self.arrays.assumptions)
-        return SDFG(self.name, tuple(self.arguments), dict(self.containers),
+        inferred = {n for n, c in self.containers.items() if c.transient and n not in self.typed}
+        weak = {a.name for a in self.arguments if a.kind == "float"}
+        body, containers = dtypes.assign(body, self.containers, inferred, weak,
+                                         self.src.filename)
+        return SDFG(self.name, tuple(self.arguments), containers,
                     tuple(self.symbols), body, self.result, self.src.filename,
                     assumptions, returns=tuple(self.returns))
 
@@ -136,12 +143,24 @@ class KernelBuilder(LoopLowering):
                                         self.src.filename, line, 1)
 
     def _check_integer_arrays_are_read_only(self, body):
+        """Boolean arrays (masks) are read-only; integer arrays the kernel writes may not
+        provide indices, whose bounds are checked from the values on entry."""
+        written = set()
         for t, _, _ in tasklets(body):
             for m, _ in t.outputs:
-                if self.containers[m.data].dtype.kind in "ib":
-                    raise KernelSyntaxError(f"integer or boolean array {m.data!r} is written; "
-                                            "index arrays and masks are read-only in kernels",
-                                            self.src.filename, t.line, 1)
+                kind = self.containers[m.data].dtype.kind
+                if kind == "b":
+                    raise KernelSyntaxError(f"boolean array {m.data!r} is written; masks are "
+                                            "read-only in kernels", self.src.filename, t.line, 1)
+                if kind in "iu":
+                    written.add(m.data)
+        for expr, line in _index_expressions(body) if written else ():
+            loaded = {name for name, _ in index_loads(expr)} & written
+            if loaded:
+                raise KernelSyntaxError(f"integer array {sorted(loaded)[0]!r} is written by the "
+                                        "kernel and indexes an array; index arrays are checked "
+                                        "against their values on entry, so they must be "
+                                        "read-only", self.src.filename, line, 1)
 
     def _check_outside_read_only(self, body):
         """Arrays from outside the body (hidden arguments) are read, never written: the
@@ -531,6 +550,22 @@ def _as_load(target):
     node = copy.deepcopy(target)
     node.ctx = ast.Load()
     return node
+
+
+def _index_expressions(body):
+    """(expression, line) for every index, loop bound and condition of ``body``, and every
+    tasklet value (integer arrays' elements in values read through indices too)."""
+    for t, _, _ in tasklets(body):
+        for _, m in t.inputs:
+            yield from ((e, t.line) for e in m.subset)
+        for m, e in t.outputs:
+            yield from ((x, t.line) for x in (*m.subset, e))
+    for region, _ in regions(body):
+        if isinstance(region, LoopRegion):
+            yield from ((e, region.line) for e in (region.start, region.stop, region.step)
+                        if e is not None)
+        elif isinstance(region, ConditionalRegion):
+            yield from ((c, 0) for c, _ in region.branches if c is not None)
 
 
 def _is_docstring(stmt):

@@ -64,7 +64,7 @@ def _array(sdfg, p, v, env, source, written):
     if not isinstance(v, np.ndarray):
         raise ArgumentError(f"argument {p.name!r} must be a NumPy array of {p.dtype}, got "
                             f"{type(v).__name__}")
-    if v.dtype != p.dtype and v.dtype.kind in "iu" and p.dtype.kind == "i":
+    if v.dtype != p.dtype and v.dtype.kind in "iu" and p.dtype.kind in "iu" and not written:
         v = _as_index_array(p, v)
     if v.dtype != p.dtype:
         raise ArgumentError(f"argument {p.name!r} has dtype {v.dtype}, the kernel expects "
@@ -80,9 +80,9 @@ def _array(sdfg, p, v, env, source, written):
     for size, actual in zip(p.shape, v.shape):
         if isinstance(size, sp.Symbol):
             _bind_symbol(sdfg, size.name, actual, env, source, p.name, size)
-    if v.dtype.kind == "i":             # the value range bounds every index it provides
+    if v.dtype.kind in "iu":            # the value range bounds every index it provides
         low, high = value_range(p.name)
-        env[low], env[high] = (int(v.min()), int(v.max())) if v.size else (0, -1)
+        env[low], env[high] = (_clip(v.min()), _clip(v.max())) if v.size else (0, -1)
         source[low] = source[high] = p.name
     return v
 
@@ -93,10 +93,16 @@ def refuse_read_only(sdfg, name):
                         f"{sdfg.name}() writes it; pass a writable copy ({name}.copy())")
 
 
+def _clip(value):
+    """An integer array's extreme value within int64, where indices are computed (a uint64
+    beyond it is an index beyond every size: its bounds check fails)."""
+    return min(max(int(value), INT64[0]), INT64[1])
+
+
 def _as_index_array(p, v):
-    """An integer array of another width or signedness as a copy in the kernel's index
-    dtype (index arrays are read-only, so the copy is never written back), when every
-    value fits."""
+    """An integer array of another width or signedness as a copy in the dtype the kernel
+    declares (one it only reads: a copy of one it writes would not be written back), when
+    every value fits."""
     info = np.iinfo(p.dtype)
     if v.size and (int(v.min()) < info.min or int(v.max()) > info.max):
         raise ArgumentError(f"argument {p.name!r} has values in [{int(v.min())}, "

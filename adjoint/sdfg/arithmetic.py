@@ -291,6 +291,86 @@ class np_hypot(sp.Function):
                       self.args[argindex - 1] / self)
 
 
+class as_float32(sp.Function):
+    """The value rounded to float32: NumPy's float32 result of the operation inside, or a
+    conversion (``x.astype(np.float32)``, ``np.float32(v)``). The operation is computed in
+    double and rounded once, which is float32's correctly rounded result for ``+ - * /``
+    and ``sqrt`` (double has more than twice float32's digits). Inserted by
+    ``frontend/dtypes.py``; the derivative of a rounding is taken as 1."""
+    def fdiff(self, argindex=1):
+        return sp.Integer(1)
+
+
+class as_float64(sp.Function):
+    """A float64 value of a float32 one (``x.astype(np.float64)``): exact, printed as its
+    argument; only ``frontend/dtypes.py`` reads it, as NumPy's float64 dtype."""
+    def fdiff(self, argindex=1):
+        return sp.Integer(1)
+
+
+class _Bits(sp.Function):
+    """An integer bit operation (``& | ^ ~ << >>``) as NumPy computes it in its operands'
+    dtype (``frontend/dtypes.py`` casts to it); no derivative."""
+    is_integer = True
+    c_op = ""
+
+    def fdiff(self, argindex=1):
+        return sp.Integer(0)
+
+
+class bit_and(_Bits):
+    c_op = "&"
+
+
+class bit_or(_Bits):
+    c_op = "|"
+
+
+class bit_xor(_Bits):
+    c_op = "^"
+
+
+class bit_not(_Bits):
+    c_op = "~"
+
+
+class shift_left(_Bits):
+    """``a << b``: 0 where ``b`` reaches the width (NumPy's, not C's undefined shift)."""
+
+
+class shift_right(_Bits):
+    """``a >> b``: arithmetic for signed values; the sign where ``b`` reaches the width."""
+
+
+def bits(op, a, b=None):
+    """``a op b`` on integers: evaluated where both are constants, as Python does."""
+    import operator
+    if b is None:
+        return sp.Integer(~int(a)) if a.is_Integer else bit_not(a)
+    if a.is_Integer and b.is_Integer:
+        fn = {bit_and: operator.and_, bit_or: operator.or_, bit_xor: operator.xor,
+              shift_left: operator.lshift, shift_right: operator.rshift}[op]
+        return sp.Integer(fn(int(a), int(b)))
+    return op(a, b)
+
+
+class IntCast(sp.Function):
+    """A value converted to an integer dtype (``cls.dtype``) with NumPy's wrap-around:
+    the integer operation inside computed modulo 2**64 and truncated to the width.
+    One subclass per dtype (``INT_CASTS``); inserted by ``frontend/dtypes.py``."""
+    is_integer = True
+    dtype = None
+
+    def fdiff(self, argindex=1):
+        return sp.Integer(0)
+
+
+INT_CASTS = {}
+for _name in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"):
+    INT_CASTS[_name] = globals()[f"as_{_name}"] = type(f"as_{_name}", (IntCast,),
+                                                       {"dtype": _name})   # picklable
+
+
 def _as_written(function):
     return lambda *args: function(*args, evaluate=False)
 
