@@ -71,7 +71,7 @@ class Call:
             elif copy_written and p in self.written:
                 args[p] = np.array(v, order="C")
             else:
-                args[p] = np.ascontiguousarray(v)
+                args[p] = np.asarray(v, order="C")
         return tuple(args[p] for p in range(len(self.names)))
 
     def returned(self, flat):
