@@ -10,7 +10,9 @@ reverse sweep a framework's gradient runs), then the same through ``to_jax`` (ea
 the forward and then ``vjp`` + pullback, so its overhead is measured against the sum of
 those two engine calls. Times are the best over ``--rounds`` rounds of the mean over
 ``--calls`` calls, the variants taking turns within each round (so the machine's other
-load hits all of them). A pure-JAX version of each kernel is timed for scale. Results:
+load hits all of them); "over the engine's calls" subtracts the engine calls a variant
+makes (a jit-ed ``grad`` only ``vjp`` + pullback: XLA drops the forward whose outputs it
+does not use). A pure-JAX version of each kernel is timed for scale. Results:
 experiments/results/interop.{json,md}.
 """
 import argparse
@@ -84,6 +86,7 @@ def variants(k, pure):
     written = k.__name__ == "tiny_step"
     cot = {"return": 1.0, **({"x": np.zeros(8)} if written else {})}
     fj, gj = jax.jit(f), jax.jit(jax.grad(loss, argnums=(0, 1)))
+    vgj = jax.jit(jax.value_and_grad(loss, argnums=(0, 1)))
     ge = jax.grad(loss, argnums=(0, 1))
     pj, pg = jax.jit(pure), jax.jit(jax.grad(pure_loss, argnums=(0, 1)))
     block = jax.block_until_ready
@@ -95,6 +98,7 @@ def variants(k, pure):
         "jax jit forward": lambda: block(fj(xj, aj)),
         "jax eager grad": lambda: block(ge(xj, aj)),
         "jax jit grad": lambda: block(gj(xj, aj)),
+        "jax jit value_and_grad": lambda: block(vgj(xj, aj)),
         "pure jax jit forward": lambda: block(pj(xj, aj)),
         "pure jax jit grad": lambda: block(pg(xj, aj)),
     }
@@ -113,30 +117,38 @@ def variants(k, pure):
 
 
 def measure(fns, rounds, calls):
-    """{name: microseconds per call}: best over rounds of the mean over ``calls``."""
-    best = {n: np.inf for n in fns}
+    """{clock: {name: microseconds per call}}: best over rounds of the mean over ``calls``,
+    in wall time and in this process's CPU time (all its threads: XLA calls the engine
+    from one of its own). On a machine shared with other jobs the wall time also holds
+    the waits for a core, each thread handoff (XLA's) meeting one; the CPU time does not."""
+    best = {"wall": {n: np.inf for n in fns}, "cpu": {n: np.inf for n in fns}}
     for fn in fns.values():
         fn()                                   # compile and warm up
     for _ in range(rounds):
         for name, fn in fns.items():
             n = calls if "eager grad" not in name else max(calls // 10, 5)
-            t0 = time.perf_counter()
+            w0, c0 = time.perf_counter(), time.process_time()
             for _ in range(n):
                 fn()
-            best[name] = min(best[name], (time.perf_counter() - t0) / n * 1e6)
+            w, c = time.perf_counter() - w0, time.process_time() - c0
+            best["wall"][name] = min(best["wall"][name], w / n * 1e6)
+            best["cpu"][name] = min(best["cpu"][name], c / n * 1e6)
     return best
 
 
 def overheads(t):
-    """Wrapper time minus what it runs in the engine, per wrapper variant."""
-    fwd, both = t["engine forward"], t["engine forward"] + t["engine vjp+pullback"]
+    """Wrapper time minus what it runs in the engine, per wrapper variant. A jit-ed
+    ``grad`` runs only ``vjp`` + pullback: XLA drops the forward, whose outputs it does
+    not use; ``value_and_grad``, and ``grad`` outside ``jit``, run both."""
+    fwd, back = t["engine forward"], t["engine vjp+pullback"]
     out = {"jax eager forward": t["jax eager forward"] - fwd,
            "jax jit forward": t["jax jit forward"] - fwd,
-           "jax eager grad": t["jax eager grad"] - both,
-           "jax jit grad": t["jax jit grad"] - both}
+           "jax eager grad": t["jax eager grad"] - fwd - back,
+           "jax jit grad": t["jax jit grad"] - back,
+           "jax jit value_and_grad": t["jax jit value_and_grad"] - fwd - back}
     if "torch forward" in t:
         out["torch forward"] = t["torch forward"] - fwd
-        out["torch forward+backward"] = t["torch forward+backward"] - both
+        out["torch forward+backward"] = t["torch forward+backward"] - fwd - back
     return out
 
 
@@ -144,14 +156,21 @@ def report(rows, info, args):
     lines = ["# Calling compiled kernels from JAX and PyTorch: the cost over the kernel", "",
              f"Produced by `python experiments/interop_overhead.py --rounds {args.rounds} "
              f"--calls {args.calls}`: microseconds per call, best over rounds of the mean "
-             "over the calls, every variant taking turns in each round.", "", "## Machine", ""]
+             "over the calls, every variant taking turns in each round; wall time and the "
+             "process's CPU time (all threads). \"Over the engine\" subtracts the engine "
+             "calls the variant makes (forward; vjp + pullback; a jit-ed grad only the "
+             "latter, XLA dropping the unused forward).", "", "## Machine", ""]
     lines += [f"- {k}: {v}" for k, v in info.items()]
     for name, row in rows.items():
-        lines += ["", f"## {name} (8 elements)", "", "| call | us | over the engine's calls |",
-                  "|---|---|---|"]
-        for what, us in row["times"].items():
-            extra = row["overhead"].get(what)
-            lines.append(f"| {what} | {us:.1f} | {'' if extra is None else f'{extra:+.1f}'} |")
+        lines += ["", f"## {name} (8 elements)", "",
+                  "| call | wall us | over the engine | CPU us | over the engine |",
+                  "|---|---|---|---|---|"]
+        for what in row["wall"]:
+            cells = []
+            for clock in ("wall", "cpu"):
+                extra = row[f"{clock} overhead"].get(what)
+                cells += [f"{row[clock][what]:.1f}", "" if extra is None else f"{extra:+.1f}"]
+            lines.append(f"| {what} | " + " | ".join(cells) + " |")
     (RESULTS / "interop.md").write_text("\n".join(lines) + "\n")
     (RESULTS / "interop.json").write_text(json.dumps({"machine": info, "kernels": rows},
                                                      indent=1) + "\n")
@@ -167,9 +186,11 @@ def main():
     rows = {}
     for name, (k, pure) in KERNELS.items():
         times = measure(variants(k, pure), args.rounds, args.calls)
-        rows[name] = {"times": times, "overhead": overheads(times)}
-        for what, us in times.items():
-            print(f"{name:10s} {what:26s} {us:9.1f} us", flush=True)
+        rows[name] = {**times, "wall overhead": overheads(times["wall"]),
+                      "cpu overhead": overheads(times["cpu"])}
+        for what in times["wall"]:
+            print(f"{name:10s} {what:26s} wall {times['wall'][what]:9.1f} us  "
+                  f"cpu {times['cpu'][what]:9.1f} us", flush=True)
     info["load_average_at_end"] = load_average()
     report(rows, info, args)
 

@@ -206,6 +206,9 @@ def test_errors_name_the_argument():
         f(jnp.ones(8), [1.0] * 8, 2)
     with pytest.raises(ArgumentError, match="shape depends on n"):
         jax.jit(to_jax(ramp))(jnp.arange(3.0), 5)
+    g = to_jax(gathered)             # a value-dependent error: the engine's, inside the call
+    with pytest.raises(jax.errors.JaxRuntimeError, match="BoundsError: .*idx"):
+        g(jnp.ones(3), jnp.array([0, 7]), jnp.ones(2))
     h = to_jax(roughness)
     x, w, lam = jnp_args(make_roughness(rng_for("jax-hessian")))
     with pytest.raises(NotImplementedError, match="second derivatives"):

@@ -26,6 +26,8 @@ call), so CUDA tensors go to the host (``tensor.cpu()``) and the results back
 which would need the engine's CUDA runtime to take device pointers. Written, not tested
 (no GPU where this was written).
 """
+import functools
+
 import numpy as np
 import torch
 
@@ -97,7 +99,10 @@ class _KernelFunction(torch.autograd.Function):
 
 def _host(t):
     """A CPU tensor's NumPy view (a copy for one on a GPU, or not contiguous)."""
-    return t.detach().cpu().contiguous().numpy()
+    t = t.detach()
+    if t.device.type != "cpu" or not t.is_contiguous():
+        t = t.cpu().contiguous()
+    return t.numpy()
 
 
 def _tensor(value, device, dtype=None):
@@ -107,7 +112,9 @@ def _tensor(value, device, dtype=None):
     return out if device.type == "cpu" else out.to(device)
 
 
+@functools.lru_cache(maxsize=None)
 def _numpy_dtype(dtype):
+    """NumPy's dtype for a torch dtype (NumPy's passes through)."""
     return torch.empty((), dtype=dtype).numpy().dtype if isinstance(dtype, torch.dtype) else dtype
 
 
