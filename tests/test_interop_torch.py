@@ -94,3 +94,5 @@ def test_errors_name_the_argument():
     f = to_torch(jacobi1d)
     with pytest.raises(ArgumentError, match="'A' has dtype float32"):
         f(torch.ones(8), torch.ones(8, dtype=torch.float64), 2)
+    with pytest.raises(ArgumentError, match="argument 'B'.*got ndarray"):
+        f(torch.ones(8, dtype=torch.float64), np.ones(8), 2)

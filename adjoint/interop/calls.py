@@ -34,6 +34,7 @@ class Call:
         self.floating = [p for p in self.operands if self.names[p] in spec.floating]
         self.written = [self.names.index(n) for n in spec.written_arrays]
         self.returns = list(sdfg.returns)
+        self.scalar_returns = [sdfg.containers[n].is_scalar for n in self.returns]
         if not self.returns and not self.written:
             raise ArgumentError(f"{k.__name__}() returns nothing and writes no argument: "
                                 "called as a function it would give nothing")
@@ -106,20 +107,17 @@ class Call:
             [dots[self.names[p]] for p in self.written]
 
     def adjoint(self, operands, cotangents):
-        """The floating operands' cotangents for ``cotangents`` of the flat outputs."""
+        """The floating operands' cotangents (numbers for floats, arrays of the operands'
+        shapes) for ``cotangents`` of the flat outputs."""
         _, pullback = vjp(self.kernel, *self.arguments(operands), **self.options)
         n = len(self.returns)
-        parts = [float(ct) if self._scalar(name) else np.asarray(ct)
-                 for name, ct in zip(self.returns, cotangents[:n])]
+        parts = [float(ct) if scalar else np.asarray(ct)
+                 for scalar, ct in zip(self.scalar_returns, cotangents[:n])]
         given = {self.names[p]: np.asarray(ct) for p, ct in zip(self.written, cotangents[n:])}
         if n:
             given["return"] = parts[0] if n == 1 else tuple(parts)
         back = pullback(given)
-        shapes = dict(zip(self.operands, self.shapes))
-        return [np.reshape(back[self.names[p]], shapes[p]) for p in self.floating]
-
-    def _scalar(self, name):
-        return self.spec.sdfg.containers[name].is_scalar
+        return [back[self.names[p]] for p in self.floating]
 
 
 def _number_or_array(value, kind):

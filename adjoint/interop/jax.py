@@ -89,11 +89,15 @@ def to_jax(k, memory_budget=None, policy=None, snapshots=None):
 
 
 class JaxCall(Call):
-    """A :class:`Call` as the primitive's parameter: result avals and the callback."""
+    """A :class:`Call` as the primitive's parameter: the (shape, dtype) of each mode's
+    results without batch axes (``wanted``) and the callback."""
 
     def __init__(self, k, examples, operands, options):
         super().__init__(k, examples, operands, options)
-        self.out_dtypes = [jax.dtypes.canonicalize_dtype(d) for _, d in self.results]
+        out = [(s, jax.dtypes.canonicalize_dtype(d)) for s, d in self.results]
+        at = dict(zip(self.operands, zip(self.shapes, self.dtypes)))
+        self.wanted = {"forward": out, "tangent": out,
+                       "adjoint": [at[p] for p in self.floating]}
         self.jitted = {}
 
     def __repr__(self):
@@ -105,18 +109,11 @@ class JaxCall(Call):
             return ()
         return tuple(shapes[0][:len(shapes[0]) - len(self.shapes[0])])
 
-    def avals(self, mode):
-        """(shape, dtype) of each result of ``mode``, without batch axes."""
-        if mode == "adjoint":
-            at = dict(zip(self.operands, zip(self.shapes, self.dtypes)))
-            return [at[p] for p in self.floating]
-        return [(s, d) for (s, _), d in zip(self.results, self.out_dtypes)]
-
     def run(self, mode, *arrays):
         """The callback: ``mode`` on NumPy arrays, once per batch element."""
         n = len(self.operands)
         step = (lambda ops, _: self.forward(ops)) if mode == "forward" else getattr(self, mode)
-        wanted = self.avals(mode)
+        wanted = self.wanted[mode]
         batch = self.batch([a.shape for a in arrays[:n]])
         with _ENGINE:
             if not batch:
@@ -158,7 +155,7 @@ def _example(value):
 # ---- the primitive's rules -----------------------------------------------------------------
 def _abstract_eval(*avals, call, mode):
     batch = call.batch([a.shape for a in avals[:len(call.operands)]])
-    return [jax.core.ShapedArray(batch + s, d) for s, d in call.avals(mode)]
+    return [jax.core.ShapedArray(batch + s, d) for s, d in call.wanted[mode]]
 
 
 def _impl(*args, call, mode):

@@ -48,11 +48,14 @@ def to_torch(k, device="cpu", memory_budget=None, policy=None, snapshots=None):
     def wrapped(*args, **kwargs):
         args = k.positional(args, kwargs)
         positions = tuple(p for p, v in enumerate(args) if isinstance(v, torch.Tensor))
-        _check_devices(k, args, positions, device)
-        key = tuple((p, type(v).__name__, v) for p, v in enumerate(args) if p not in positions)
-        key += tuple((tuple(args[p].shape), args[p].dtype) for p in positions)
-        call = calls.get(key)
+        key = tuple((p, type(v).__name__, v) if p not in positions else
+                    (v.shape, v.dtype, v.device.type) for p, v in enumerate(args))
+        try:
+            call = calls.get(key)
+        except TypeError:                       # an unhashable static: not a number
+            call = None
         if call is None:
+            _check_arguments(k, args, positions, device)
             examples = list(args)
             for p in positions:
                 examples[p] = _example(args[p])
@@ -125,8 +128,13 @@ def _example(t):
     return np.zeros(tuple(t.shape), _numpy_dtype(t.dtype))
 
 
-def _check_devices(k, args, positions, device):
+def _check_arguments(k, args, positions, device):
+    """Tensors on the function's device; numbers for the rest."""
     names = list(k._declared)
+    for p, v in enumerate(args):
+        if p not in positions and not isinstance(v, (int, float, np.integer, np.floating)):
+            raise ArgumentError(f"argument {names[p]!r} of {k.__name__}(): expected a tensor, "
+                                f"an int or a float, got {type(v).__name__}")
     for p in positions:
         if args[p].device.type != device.type:
             raise ArgumentError(f"argument {names[p]!r} of {k.__name__}() is a tensor on "
