@@ -80,7 +80,7 @@ def test_the_defaults_of_every_model_and_task_are_allowed():
     ("model.obs.sigmaa=1", "model.obs.sigmaa: no such key in model.obs; did you mean "
                            "model.obs.sigma?"),
     ("model=seidell", "model=seidell: no such model; did you mean seidel? (known: heat, "
-                      "lorenz96, seidel)"),
+                      "lorenz96, lorenz96_2scale, seidel)"),
     ("task=calibrat", "task=calibrat: no such task; did you mean calibrate? (known: "
                       "assimilate, calibrate, compile, forward, gradcheck)"),
     ("model.n=big", "model.n=big: Value 'big' of type 'str' could not be converted to Integer"),

@@ -1,0 +1,128 @@
+"""A kernel's call in functional form, on NumPy arrays: what ``to_jax`` and ``to_torch``
+run inside their frameworks.
+
+A framework passes some arguments as its own arrays (the *operands*: the values it
+differentiates, traces or batches) and the rest as Python values fixed for the call
+(*statics*: Python ints, and in PyTorch also plain floats). The kernel's outputs, in
+order, are its returned value(s) and then the final values of the arrays it writes, in
+argument order; a call never writes what it is given (the forward writes copies, and
+``vjp``/``jvp`` copy anyway). Forward, tangent and adjoint are the engine's own calls:
+the kernel, :func:`adjoint.jvp` and :func:`adjoint.vjp` with its pullback."""
+import numpy as np
+
+from ..api import jvp, kernel, vjp
+from ..errors import ArgumentError
+from ..runtime.arguments import bind
+
+
+class Call:
+    """One kernel called with one set of argument types and statics.
+
+    ``examples`` are the call's arguments, or stand-ins of the same types and shapes
+    (the frameworks' tracers become zero arrays, traced ints zeros); ``operands`` the
+    positions of the ones the framework passes as arrays."""
+
+    def __init__(self, k, examples, operands, options=None):
+        self.kernel = k = kernel(k)
+        self.options = dict(options or {})
+        self.spec = spec = k.specialize(examples)
+        sdfg = spec.sdfg
+        self.names = [a.name for a in sdfg.arguments]
+        self.kinds = [a.kind for a in sdfg.arguments]
+        self.operands = tuple(operands)
+        self.statics = {p: v for p, v in enumerate(examples) if p not in self.operands}
+        self.floating = [p for p in self.operands if self.names[p] in spec.floating]
+        self.written = [self.names.index(n) for n in spec.written_arrays]
+        self.returns = list(sdfg.returns)
+        self.scalar_returns = [sdfg.containers[n].is_scalar for n in self.returns]
+        if not self.returns and not self.written:
+            raise ArgumentError(f"{k.__name__}() returns nothing and writes no argument: "
+                                "called as a function it would give nothing")
+        syms, _ = bind(sdfg, examples, spec.written_arrays)     # types and shapes, named
+        self.shapes = [np.shape(examples[p]) for p in self.operands]
+        self.dtypes = [_dtype(examples[p]) for p in self.operands]
+        traced = {self.names[p] for p in self.operands if self.kinds[p] == "int"}
+        self.results = [self._returned(n, syms, traced) for n in self.returns]
+        self.results += [(np.shape(examples[p]), np.dtype(examples[p].dtype))
+                         for p in self.written]
+
+    def _returned(self, name, syms, traced):
+        """(shape, dtype) of a returned container at the sizes ``syms``."""
+        c = self.spec.sdfg.containers[name]
+        if c.is_scalar:
+            return (), np.dtype(np.float64)
+        depends = sorted(traced & {s.name for e in c.shape for s in e.free_symbols})
+        if depends:
+            raise ArgumentError(f"{self.kernel.__name__}() returns an array whose shape depends "
+                                f"on {', '.join(depends)}: pass {'them' if len(depends) > 1 else 'it'} "
+                                "as a Python int (static), not as a traced value")
+        return tuple(self.spec._at(c.shape, syms)), np.dtype(c.dtype)
+
+    # ---- arguments and outputs ------------------------------------------------------------
+    def arguments(self, operands, copy_written=False):
+        """The kernel's positional arguments: statics, and the operands as the kernel takes
+        them (ints and floats as numbers, arrays contiguous; copies of the written ones)."""
+        args = dict(self.statics)
+        for p, v in zip(self.operands, operands):
+            kind = self.kinds[p]
+            if kind == "int":
+                args[p] = int(v)
+            elif kind == "float":
+                args[p] = float(v)
+            elif copy_written and p in self.written:
+                args[p] = np.array(v, order="C")
+            else:
+                args[p] = np.asarray(v, order="C")
+        return tuple(args[p] for p in range(len(self.names)))
+
+    def returned(self, flat):
+        """The wrapped function's value from the flat outputs: the kernel's return value
+        when it writes no argument, else ``(return value, *written arrays)`` (without the
+        first element when it returns nothing)."""
+        n = len(self.returns)
+        value = None if n == 0 else flat[0] if n == 1 else tuple(flat[:n])
+        written = tuple(flat[n:])
+        if not written:
+            return value
+        return (value, *written) if n else written
+
+    def _leaves(self, value):
+        """A returned value (None, one value or a tuple) as a list of its elements."""
+        n = len(self.returns)
+        return [] if n == 0 else [value] if n == 1 else list(value)
+
+    # ---- the three calls ------------------------------------------------------------------
+    def forward(self, operands):
+        """The flat outputs: the kernel run on copies of the arrays it writes."""
+        args = self.arguments(operands, copy_written=True)
+        value = self.kernel(*args)
+        return self._leaves(value) + [args[p] for p in self.written]
+
+    def tangent(self, operands, tangents):
+        """The outputs' tangents for ``tangents`` of the floating operands (in order)."""
+        given = {self.names[p]: _number_or_array(t, self.kinds[p])
+                 for p, t in zip(self.floating, tangents)}
+        _, dots = jvp(self.kernel, self.arguments(operands), given)
+        return self._leaves(dots["return"] if self.returns else None) + \
+            [dots[self.names[p]] for p in self.written]
+
+    def adjoint(self, operands, cotangents):
+        """The floating operands' cotangents (numbers for floats, arrays of the operands'
+        shapes) for ``cotangents`` of the flat outputs."""
+        _, pullback = vjp(self.kernel, *self.arguments(operands), **self.options)
+        n = len(self.returns)
+        parts = [float(ct) if scalar else np.asarray(ct)
+                 for scalar, ct in zip(self.scalar_returns, cotangents[:n])]
+        given = {self.names[p]: np.asarray(ct) for p, ct in zip(self.written, cotangents[n:])}
+        if n:
+            given["return"] = parts[0] if n == 1 else tuple(parts)
+        back = pullback(given)
+        return [back[self.names[p]] for p in self.floating]
+
+
+def _number_or_array(value, kind):
+    return float(value) if kind == "float" else np.asarray(value)
+
+
+def _dtype(value):
+    return np.dtype(getattr(value, "dtype", np.float64 if isinstance(value, float) else np.int64))
