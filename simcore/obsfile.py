@@ -113,8 +113,7 @@ class ObservationSet:
             "variable": (("obs",), self.variable.astype(object),
                          {"long_name": "observed state variable"}),
             "value": (("obs",), self.value,
-                      {"units": units, "long_name": "observed value",
-                       "coordinates": " ".join(["time", *self.positions])}),
+                      {"units": units, "long_name": "observed value"}),
             "error_std": (("obs",), self.error_std,
                           {"units": units, "long_name": "observation error standard "
                                                         "deviation"}),
@@ -141,7 +140,8 @@ class ObservationSet:
         return ds
 
     def write(self, path, attrs: dict):
-        attrs = {**attrs, "featureType": "point", "model": self.model.name, **self.attrs}
+        attrs = {"Conventions": "CF-1.8", **attrs, "featureType": "point",
+                 "model": self.model.name, **self.attrs}
         return write_netcdf(self.dataset(), path, attrs)
 
     @classmethod
@@ -156,7 +156,7 @@ class ObservationSet:
                                         "dimension (docs/framework.md, 'Observation files')")
             variable = np.asarray(ds["variable"].values).astype(str)
             names = [v.name for v in model.variables()]
-            unknown = sorted(set(variable) - set(names))
+            unknown = sorted(str(v) for v in set(variable) - set(names))
             if unknown:
                 raise DataFileError(f"{path}: variable: {', '.join(map(repr, unknown))} is "
                                     f"not a state variable of {model.name} "

@@ -368,3 +368,88 @@ def test_unknown_method_is_refused(tmp_path):
     with pytest.raises(ConfigError, match="^task.method=newton: must be one of lbfgs, "
                                           "gauss_newton$"):
         run(tmp_path, "lorenz96", "task.method=newton")
+
+
+# ---- cycling: windows that grow, then slide; scores with DAPPER's meanings -----------------
+def cycling_run(tmp_path, *extra):
+    s = run(tmp_path, "lorenz96", "task.window=3", "task.burn_in_time=0.3", *extra)
+    out = tmp_path / "out"
+    with xr.open_dataset(out / "analysis.nc") as a, xr.open_dataset(out / "truth.nc") as t, \
+            xr.open_dataset(out / "diagnostics.nc") as d:
+        return s, a.load(), t.load(), d.load()
+
+
+def test_windows_grow_from_the_initial_time_then_slide_by_the_shift(tmp_path):
+    _, _, _, newest = cycling_run(tmp_path / "a", "task.shift=1", "task.cycles=5")
+    np.testing.assert_allclose(newest.time, [0, 0, 0, 0.2, 0.4])          # window starts
+    np.testing.assert_allclose(newest.time_end, [0.2, 0.4, 0.6, 0.8, 1.0])
+    assert list(newest.n_obs.values) == [40] * 5                             # newest only
+    _, _, _, every = cycling_run(tmp_path / "b", "task.shift=1", "task.cycles=5",
+                                 "task.newest_only=false")
+    assert list(every.n_obs.values) == [40, 80, 120, 120, 120]              # all in window
+    _, _, _, two = cycling_run(tmp_path / "c", "task.shift=2", "task.cycles=3")
+    np.testing.assert_allclose(two.time, [0, 0.2, 0.6])
+    np.testing.assert_allclose(two.time_end, [0.4, 0.8, 1.2])
+
+
+def test_scores_are_the_model_runs_from_the_analyses_against_the_truth(tmp_path):
+    """f, a and s recomputed with NumPy's RK4 from analysis.nc and truth.nc: a is the
+    analysis run from its window start to the window end, s the analysis at the start,
+    f the background run one interval past the previous window's end; and each
+    background is the previous analysis run to the next window start."""
+    from simcore.models.lorenz96 import rk4
+    s, ana, truth, diag = cycling_run(tmp_path, "task.shift=1", "task.cycles=6")
+    xt = truth.x.values
+    np.testing.assert_allclose(xt[3], rk4(xt[0], 8.0, 0.05, 12), rtol=1e-10)   # the truth
+    rmse = lambda x, j: np.sqrt(np.mean((x - xt[j]) ** 2))                   # noqa: E731
+    start = np.rint(diag.time.values / 0.2).astype(int)
+    end = np.rint(diag.time_end.values / 0.2).astype(int)
+    xa, xb = ana.x.values, ana.x_background.values
+    f, a, s_ = (diag[f"rmse_{k}"].values for k in "fas")
+    for c in range(6):
+        at_end = rk4(xa[c], 8.0, 0.05, 4 * (end[c] - start[c]))
+        assert a[end[c] - 1] == pytest.approx(rmse(at_end, end[c]), rel=1e-9)
+        if start[c] > 0:
+            assert s_[start[c] - 1] == pytest.approx(rmse(xa[c], start[c]), rel=1e-12)
+        if c > 0:
+            np.testing.assert_allclose(
+                xb[c], rk4(xa[c - 1], 8.0, 0.05, 4 * (start[c] - start[c - 1])), rtol=1e-11)
+            ahead = rk4(xb[c], 8.0, 0.05, 4 * (end[c - 1] + 1 - start[c]))
+            assert f[end[c - 1]] == pytest.approx(rmse(ahead, end[c - 1] + 1), rel=1e-9)
+    t = diag.obs_time.values
+    for k, values in zip("fas", (f, a, s_)):
+        late = (t > 0.3) & np.isfinite(values)
+        assert s[f"rmse_{k}"] == pytest.approx(values[late].mean(), rel=1e-12)
+    assert s["scored_times"] == {"f": 5, "a": 5, "s": 2}
+    assert "rmse_analysis" not in s and "rmse_background" not in s          # renamed
+
+
+def test_all_observations_in_every_window_equal_newest_only_when_windows_do_not_overlap(
+        tmp_path):
+    a = run(tmp_path / "a", "lorenz96", "task.cycles=2")
+    b = run(tmp_path / "b", "lorenz96", "task.cycles=2", "task.newest_only=false")
+    for key in ("rmse_f", "rmse_a", "rmse_s", "iterations"):
+        assert a[key] == b[key], key
+
+
+def test_background_covariances_xB_I_and_climatology(tmp_path):
+    model, _ = model_of("lorenz96")
+    B = BackgroundCovariance(model, np.sqrt(0.02), 0.0)                     # DAPPER's xB I
+    np.testing.assert_allclose(B.matrix(), 0.02 * np.eye(40), rtol=1e-14, atol=0)
+    K = np.cov(np.random.default_rng(0).standard_normal((200, 40)).T)
+    B = BackgroundCovariance(model, 0.3, covariance=K)
+    np.testing.assert_allclose(B.matrix(), 0.09 * K, atol=1e-12)
+    v, w = np.random.default_rng(1).standard_normal((2, 40))
+    assert B.sqrt(v) @ w == pytest.approx(v @ B.sqrt_adjoint(w), rel=1e-13)
+    s = run(tmp_path, "lorenz96", "task.cycles=3", "task.b_covariance=climatology",
+            "task.b_std=0.2")
+    assert s["b_covariance"] == "climatology" and s["b_length"] is None and s["b_std"] == 0.2
+    assert s["rmse_a"] < s["rmse_background_end"]         # (13 states: a rank-12 B)
+
+
+def test_a_twin_needs_a_number_of_cycles(tmp_path):
+    with pytest.raises(ConfigError, match="task.cycles=null: only with obs.file"):
+        run(tmp_path, "lorenz96", "task.cycles=null")
+    with pytest.raises(ConfigError, match="task.burn_in_time=5: must be below the run's last "
+                                          "observation time 0.8"):
+        run(tmp_path, "lorenz96", "task.cycles=1", "task.burn_in_time=5")

@@ -75,7 +75,7 @@ class Setup:
         end = self.T[-1] * self.dt
         self.burn_in_time = 0.2 * end if cfg.burn_in_time is None else float(cfg.burn_in_time)
         if self.burn_in_time >= end:
-            raise ConfigError(f"task.burn_in_time={cfg.burn_in_time}: must be below the "
+            raise ConfigError(f"task.burn_in_time={cfg.burn_in_time:g}: must be below the "
                               f"run's last observation time {end:g}")
 
     def _twin(self):
