@@ -142,7 +142,13 @@ class ObservationSet:
     def write(self, path, attrs: dict):
         attrs = {"Conventions": "CF-1.8", **attrs, "featureType": "point",
                  "model": self.model.name, **self.attrs}
-        return write_netcdf(self.dataset(), path, attrs)
+        ds = self.dataset()
+        # compressed; strings as characters (variable-length strings do not compress):
+        # 40 observations at 200 times take 80 kB instead of 720 kB
+        encoding = {k: {"zlib": True, "complevel": 4,
+                        **({"dtype": "S1"} if ds[k].dtype.kind in "OUS" else {})}
+                    for k in ds.variables}
+        return write_netcdf(ds, path, attrs, encoding)
 
     @classmethod
     def read(cls, path, model) -> "ObservationSet":
