@@ -6,9 +6,10 @@ The control is v, the state at the window start x0 = x_b + B^(1/2) v (simcore.co
            \\-- J_b --/     \\------------------ J_o ------------------/
 
 with observations y_j at ``offsets`` steps after the window start, each time's H linear
-(simcore.observation) and R diagonal (each observation's error std sigma_o). The model runs chunk by chunk between
-observation times through the engine (simcore.chain: compiled forward; ``vjp`` for the
-adjoint, ``jvp`` for the tangent-linear model); no finite differences anywhere.
+(simcore.observation) and R diagonal (each observation's error std sigma_o). The model
+runs chunk by chunk between observation times through the engine (simcore.chain:
+compiled forward; ``vjp`` for the adjoint, ``jvp`` for the tangent-linear model); no
+finite differences anywhere.
 
 Two minimisers, both reporting J, J_b, J_o and |grad J| / |grad J_0| per iteration:
 

@@ -167,7 +167,7 @@ class ObservationSet:
                 raise DataFileError(f"{path}: variable: {', '.join(map(repr, unknown))} is "
                                     f"not a state variable of {model.name} "
                                     f"({', '.join(names)})")
-            units = _value_units(model, variable)
+            units = _value_units(model, variable, path)
             value = _numbers(ds, path, "value", units)
             error_std = _numbers(ds, path, "error_std", units)
             if np.any(error_std <= 0):
@@ -190,11 +190,11 @@ def _open(path) -> xr.Dataset:
         raise DataFileError(f"{path}: not a readable netCDF file ({exc})") from None
 
 
-def _value_units(model, variables) -> str:
+def _value_units(model, variables, path="observations") -> str:
     units = {v.units for v in model.variables() if v.name in set(variables)}
     if len(units) > 1:
-        raise DataFileError(f"observations of variables with different units ({units}) "
-                            "go into one file each")
+        raise DataFileError(f"{path}: variable: observations of variables with different "
+                            f"units ({', '.join(sorted(units))}) go into one file each")
     return units.pop() if units else "1"
 
 
@@ -280,8 +280,9 @@ def read_states(model, path):
             want = ("time", *v.dims)
             if tuple(ds[v.name].dims) != want or \
                     tuple(ds[v.name].shape[1:]) != model.shape(v.dims):
+                sizes = dict(zip(want, (len(times), *model.shape(v.dims))))
                 raise DataFileError(f"{path}: {v.name}: dims {dict(ds[v.name].sizes)}, the "
-                                    f"model's are {dict(zip(want, (len(times), *model.shape(v.dims))))}")
+                                    f"model's are {sizes}")
             if ds[v.name].attrs.get("units") != v.units:
                 raise DataFileError(f"{path}: {v.name}: units "
                                     f"{ds[v.name].attrs.get('units')!r}, the model's are "

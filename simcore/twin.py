@@ -6,9 +6,10 @@ M_t runs the model's kernel to observation time t (every ``every_m`` steps); H k
 ``every_k``-th grid point (starting at ``every_k // 2``) of each observed variable (or the
 observations are read from a file: any times, interpolated positions, per-observation
 errors sigma_o). The gradient is exact: one forward through the engine's ``vjp`` per
-chunk between observation times, then the pullbacks chained backwards, the misfit's cotangent added at each
-observation time (simcore.chain, as 4D-Var does). No finite differences anywhere. Steps
-after the last observation time cannot change J and are not run.
+chunk between observation times, then the pullbacks chained backwards, the misfit's
+cotangent added at each observation time (simcore.chain, as 4D-Var does). No finite
+differences anywhere. Steps after the last observation time cannot change J and are not
+run.
 """
 from dataclasses import dataclass
 

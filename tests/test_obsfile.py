@@ -248,3 +248,21 @@ def test_bad_state_files(tmp_path):
     ds.to_netcdf(tmp_path / "nan.nc")
     with pytest.raises(DataFileError, match=r"nan.nc: x: NaN or infinite values"):
         read_states(model, tmp_path / "nan.nc")
+
+
+def test_the_sample_files_in_data_read_and_run(tmp_path):
+    """data/README.md's examples: the files read, and a short run uses their first times."""
+    import pathlib
+    data = pathlib.Path(__file__).resolve().parents[1] / "data"
+    model = simcore.get_model("lorenz96")
+    obs = ObservationSet.read(data / "lorenz96_observations.nc", model)
+    assert len(obs) == 8000 and len(obs.times()) == 200 and obs.times()[0] == 4
+    times, states = read_states(model, data / "lorenz96_truth.nc")
+    assert states.shape == (201, 40) and times[-1] == pytest.approx(40.0)
+    assert len(ObservationSet.read(data / "lorenz96_calibrate_observations.nc", model)) == 200
+    s = run_task(tiny("lorenz96", "assimilate", f"checkpoint_dir={tmp_path}/ck",
+                      "model.spinup=2000", "task.cycles=3", "task.shift=1",
+                      f"obs.file={data}/lorenz96_observations.nc",
+                      f"truth.file={data}/lorenz96_truth.nc",
+                      f"background.file={data}/lorenz96_background.nc"), tmp_path / "out")
+    assert s["observation_times"] == 3 and s["rmse_a"] < 1.0

@@ -54,22 +54,23 @@ class Setup:
 
     def __init__(self, run):
         model, cfg = run.model, run.cfg.task
-        self.model, self.cfg, self.files = model, cfg, run.cfg
+        self.model, self.cfg = model, cfg
+        self.files = {k: run.cfg[k].file for k in ("obs", "truth", "background")}
         self.params = model.truth()
         self.dt = float(model.time().dt)
         self.obs = Observations.from_config(run.cfg.model.obs)
         self.W = int(cfg.window)
         self.S = int(cfg.shift) if cfg.shift is not None else self.W
-        self.twin = run.cfg.obs.file is None
+        self.twin = self.files["obs"] is None
         self.truth = None                       # (times + 1, n): at t_0 = 0, t_1, ...
         if self.twin:
             self._twin()
         else:
             self._read()
         self.T = np.concatenate([[0], self.data.times()[:self.n_times]])   # steps of t_j
-        if run.cfg.truth.file is not None:
-            times, states = read_states(model, run.cfg.truth.file)
-            self.truth = states_at(run.cfg.truth.file, times, states, self.T * self.dt,
+        if self.files["truth"] is not None:
+            times, states = read_states(model, self.files["truth"])
+            self.truth = states_at(self.files["truth"], times, states, self.T * self.dt,
                                    self.dt)
         self.B = self._background_error()
         end = self.T[-1] * self.dt
@@ -98,7 +99,7 @@ class Setup:
         self.data = ObservationSet.synthetic(model, H, steps, frames, self.obs.sigma, rng)
 
     def _read(self):
-        cfg, path = self.cfg, self.files.obs.file
+        cfg, path = self.cfg, self.files["obs"]
         self.data = ObservationSet.read(path, self.model)
         available = len(self.data.times())
         most = -(-available // self.S)          # windows that reach a new time
@@ -127,8 +128,8 @@ class Setup:
         return BackgroundCovariance(model, std, length)
 
     def first_background(self) -> np.ndarray:
-        if self.files.background.file is not None:
-            path = self.files.background.file
+        path = self.files["background"]
+        if path is not None:
             times, states = read_states(self.model, path)
             return states_at(path, times, states, [0.0], self.dt)[0]
         if self.twin:
@@ -212,18 +213,12 @@ def assimilate(run) -> dict:
     B = setup.B
     log.info("assimilate: 4D-Var (%s) over %d cycles: windows of %d observation times "
              "advancing %d per cycle (%s), %d observation times in all (%s, %d observations; "
-             "%s); B: %s", cfg.method, setup.cycles, setup.W, setup.S,
+             "%s); B: std %g, %s", cfg.method, setup.cycles, setup.W, setup.S,
              "each observation once" if cfg.newest_only else "all of a window's every time",
-             setup.n_times,
-             f"{run.cfg.obs.file}" if not setup.twin else
-             f"every {setup.obs.every_m} steps, " + (
-                 f"{cfg.stations} interpolated stations" if cfg.stations
-                 else f"grid, obs.every_k={setup.obs.every_k}") +
-             f", sigma_o={setup.obs.sigma:g}, " + ("noisy" if setup.obs.noise else "noise-free"),
-             len(setup.data), "scored against a truth" if setup.truth is not None
-             else "no truth: no RMSE", f"std {B.std:g}, " + (
-                 "climatological covariance" if B.length is None
-                 else f"correlation length {B.length:g} grid points"))
+             setup.n_times, _source(setup), len(setup.data),
+             "no truth: no RMSE" if setup.truth is None else "scored against a truth",
+             B.std, "climatological covariance" if B.length is None
+             else f"correlation length {B.length:g} grid points")
     ckpt = open_checkpoint(run)
     done = Cycles(setup.n_times, ckpt.load())
     xb = setup.first_background() if done.next_background is None else done.next_background
@@ -250,6 +245,16 @@ def assimilate(run) -> dict:
              _shown(summary["obs_sigma"]), _shown(summary["climatology_std"]),
              summary["chi2_per_obs"], summary["iterations"], summary["wall_time_s"])
     return summary
+
+
+def _source(setup) -> str:
+    """Where the observations come from, for the log."""
+    if not setup.twin:
+        return setup.files["obs"]
+    obs, stations = setup.obs, int(setup.cfg.stations)
+    where = f"{stations} interpolated stations" if stations else f"grid, obs.every_k={obs.every_k}"
+    return (f"every {obs.every_m} steps, {where}, sigma_o={obs.sigma:g}, "
+            + ("noisy" if obs.noise else "noise-free"))
 
 
 def _shown(x) -> str:
@@ -328,9 +333,9 @@ def _summary(run, setup, done) -> dict:
             "window": setup.W, "shift": setup.S, "newest_only": bool(cfg.newest_only),
             "observation_times": int(setup.n_times), "observations": int(np.sum(n_obs)),
             "burn_in_time": setup.burn_in_time,
-            "observation_file": run.cfg.obs.file, "truth_file": run.cfg.truth.file,
-            "background_file": run.cfg.background.file,
-            "observation_operator": _operator(run, setup),
+            "observation_file": setup.files["obs"], "truth_file": setup.files["truth"],
+            "background_file": setup.files["background"],
+            "observation_operator": _operator(setup),
             "obs_sigma": float(np.mean(setup.data.error_std)),
             "noise": bool(setup.obs.noise) if setup.twin else None,
             "b_covariance": cfg.b_covariance, "b_std": setup.B.std, "b_length": setup.B.length,
@@ -354,7 +359,7 @@ def _summary(run, setup, done) -> dict:
             "resumed_from_cycle": done.resumed_from}
 
 
-def _operator(run, setup) -> str:
+def _operator(setup) -> str:
     if not setup.twin:
         return "file"
     return "stations" if int(setup.cfg.stations) > 0 else "grid"

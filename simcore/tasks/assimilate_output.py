@@ -221,7 +221,8 @@ def _hovmoller(plt, run, setup, done, variable, times=100):
     analyses)."""
     model, n = setup.model, len(done)
     stamps, xt, xa = [], [], []
-    for c in range(max(n - -(-times // setup.S), 0), n):
+    cycles = -(-times // setup.S)                      # each reaches shift new times
+    for c in range(max(n - cycles, 0), n):
         frames = setup.window(c, done.xa[c]).trajectory(done.xa[c])
         used = list(setup.assimilated(c))
         for j in range(setup.end(c - 1) + 1, setup.end(c) + 1):
