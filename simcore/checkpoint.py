@@ -51,7 +51,8 @@ log = logging.getLogger("simcore")
 FORMAT = 1
 FILE = "state.npz"
 # Keys that cannot change a task's results: resuming across them is fine.
-NEUTRAL = ("resume", "checkpoint_dir", "engine.cache_dir", "task.log_every", "task.plot")
+NEUTRAL = ("resume", "checkpoint_dir", "engine.cache_dir", "task.log_every", "task.plot",
+           "task.checkpoint_every")
 
 
 class CheckpointError(SimcoreError):

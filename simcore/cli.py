@@ -166,7 +166,8 @@ def groups() -> dict:
         "device": "device=cpu | device=cuda",
         "hydra/launcher": "where sweep jobs run: local (processes) | slurm (job arrays); "
                           "pip install -e \".[hpc]\"",
-        "top level": "seed, resume, checkpoint_dir (simcore show top)",
+        "top level": "seed, resume, checkpoint_dir; obs.file, truth.file, background.file: "
+                     "data to read (simcore show top)",
     }
 
 
@@ -225,6 +226,9 @@ def _options(schema, prefix) -> list:
     return [f"  {f'{k}={d}':<{width}} {h}" + (f" [{a}]" if a else "") for k, d, a, h in rows]
 
 
+DATA_FILES = ("obs", "truth", "background")      # top-level sections of one key each
+
+
 def _rows(schema, prefix, values, nested) -> list:
     """(key, default, allowed, meaning) of every key of ``schema`` (defaults from the
     dataclass instance ``values`` when given), nested sections' keys too if ``nested``."""
@@ -236,7 +240,7 @@ def _rows(schema, prefix, values, nested) -> list:
             continue
         default = getattr(values, f.name) if values is not None else field_default(f)
         if dataclasses.is_dataclass(default):
-            if nested:
+            if nested or f.name in DATA_FILES:        # top: the file keys, not the groups
                 rows += _rows(type(default), f"{prefix}{f.name}.", default, nested)
             continue
         allowed = f.metadata.get("allowed")

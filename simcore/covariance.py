@@ -19,21 +19,39 @@ import numpy as np
 from .errors import ConfigError
 
 
+def layout(model) -> list:
+    """[(variable, offset in the flat state, shape)] in the model's order. Kept on the
+    model: 4D-Var flattens states thousands of times per second, and a model's dims
+    come from its config (OmegaConf lookups, microseconds each)."""
+    cached = model.__dict__.get("_flat_layout")
+    if cached is None:
+        cached, offset = [], 0
+        for v in model.variables():
+            shape = model.shape(v.dims)
+            cached.append((v.name, offset, shape))
+            offset += int(np.prod(shape, dtype=np.int64))
+        model.__dict__["_flat_layout"] = cached
+    return cached
+
+
 def flatten(model, state: dict) -> np.ndarray:
     """The state variables, in the model's order, as one float64 vector."""
-    return np.concatenate([np.asarray(state[v.name], dtype=np.float64).ravel()
-                           for v in model.variables()])
+    return np.concatenate([np.asarray(state[name], dtype=np.float64).ravel()
+                           for name, _, _ in layout(model)])
 
 
 def unflatten(model, vector) -> dict:
     """The inverse of :func:`flatten`: {variable: C-contiguous array}."""
-    out, start = {}, 0
-    for v in model.variables():
-        shape = model.shape(v.dims)
+    out = {}
+    for name, start, shape in layout(model):
         size = int(np.prod(shape, dtype=np.int64))
-        out[v.name] = np.ascontiguousarray(vector[start:start + size]).reshape(shape)
-        start += size
+        out[name] = np.ascontiguousarray(vector[start:start + size]).reshape(shape)
     return out
+
+
+def state_size(model) -> int:
+    name, offset, shape = layout(model)[-1]
+    return offset + int(np.prod(shape, dtype=np.int64))
 
 
 def gaussian_correlation(n: int, length: float, periodic: bool = False) -> np.ndarray:
@@ -54,27 +72,41 @@ def symmetric_sqrt(c: np.ndarray) -> np.ndarray:
 
 
 class BackgroundCovariance:
-    """B = std^2 C over the model's state; ``sqrt`` applies B^(1/2) to control vectors."""
+    """B = std^2 C over the model's state; ``sqrt`` applies B^(1/2) to control vectors.
 
-    def __init__(self, model, std: float, length: float):
-        if not std > 0 or length < 0:
+    C is the separable Gaussian correlation of ``length`` grid points (the module
+    docstring), or, given ``covariance`` (n x n over the flat state), that matrix
+    itself: B = std^2 K with K^(1/2) its symmetric square root, formed once (dense; the
+    climatological covariance of a truth run, as DAPPER's Var4D takes B = xB K)."""
+
+    def __init__(self, model, std: float, length: float = 0.0, covariance=None):
+        if not std > 0 or (covariance is None and not length >= 0):
             raise ConfigError(f"background error needs std > 0 and length >= 0, got "
                               f"std={std}, length={length}")
-        self.model, self.std, self.length = model, float(std), float(length)
-        periodic = set(model.periodic())
+        self.model, self.std = model, float(std)
+        self.size = state_size(model)
+        self.root = None                    # K^(1/2) of a given covariance
         self.factors = {}                   # dim name -> C_a^(1/2)
         self.shapes = []
+        if covariance is not None:
+            self.length = None
+            self.root = symmetric_sqrt(np.asarray(covariance, dtype=np.float64))
+            return
+        self.length = float(length)
+        periodic = set(model.periodic())
         for v in model.variables():
             for d in v.dims:
                 if d not in self.factors:
                     c = gaussian_correlation(model.dim(d).size, self.length, d in periodic)
                     self.factors[d] = symmetric_sqrt(c)
             self.shapes.append((v.name, v.dims))
-        self.size = flatten(model, {v.name: np.zeros(model.shape(v.dims))
-                                    for v in model.variables()}).size
 
     def sqrt(self, v: np.ndarray) -> np.ndarray:
         """B^(1/2) v (flat in, flat out)."""
+        if self.root is not None:
+            return self.std * (self.root @ np.asarray(v, dtype=np.float64))
+        if self.length == 0:                # C = I: B^(1/2) = std I, no products
+            return self.std * np.asarray(v, dtype=np.float64)
         state = unflatten(self.model, np.asarray(v, dtype=np.float64))
         for name, dims in self.shapes:
             x = state[name]

@@ -18,3 +18,8 @@ class UnknownModelError(SimcoreError, KeyError):
 
 class ConfigError(SimcoreError):
     """A configuration value that parses but cannot work (unstable time step, ...)."""
+
+
+class DataFileError(SimcoreError):
+    """An observation, truth or background file that cannot be used: a missing variable,
+    other units, NaNs, times outside the run. The message names the file and the field."""

@@ -5,10 +5,11 @@ The control is v, the state at the window start x0 = x_b + B^(1/2) v (simcore.co
     J(v) = 1/2 v^T v  +  1/2 sum_j |(H x_j - y_j) / sigma_o|^2,      x_j = M_{0 -> t_j}(x0)
            \\-- J_b --/     \\------------------ J_o ------------------/
 
-with observations y_j at ``offsets`` steps after the window start, H linear
-(simcore.observation) and R = sigma_o^2 I. The model runs chunk by chunk between
-observation times through the engine (simcore.chain: compiled forward; ``vjp`` for the
-adjoint, ``jvp`` for the tangent-linear model); no finite differences anywhere.
+with observations y_j at ``offsets`` steps after the window start, each time's H linear
+(simcore.observation) and R diagonal (each observation's error std sigma_o). The model
+runs chunk by chunk between observation times through the engine (simcore.chain:
+compiled forward; ``vjp`` for the adjoint, ``jvp`` for the tangent-linear model); no
+finite differences anywhere.
 
 Two minimisers, both reporting J, J_b, J_o and |grad J| / |grad J_0| per iteration:
 
@@ -33,20 +34,39 @@ from .history import History
 
 
 class Window:
-    """The 4D-Var cost of one window (see the module docstring)."""
+    """The 4D-Var cost of one window (see the module docstring).
 
-    def __init__(self, model, params, B, H, sigma, xb, y, offsets):
-        self.model, self.params, self.B, self.H = model, params, B, H
-        self.sigma = float(sigma)
+    ``observed``: one :class:`simcore.obsfile.Observed` (H, y, error stds) per
+    observation time, ``offsets`` steps after the window start. Observation-space
+    vectors (misfits, innovations, what :meth:`Linearization.tl` returns) are the times'
+    vectors one after another, as ``y`` and ``sigma`` are."""
+
+    def __init__(self, model, params, B, observed, xb, offsets):
+        self.model, self.params, self.B = model, params, B
+        self.observed = list(observed)
+        self.y = np.concatenate([o.y for o in self.observed])
+        self.sigma = np.concatenate([o.sigma for o in self.observed])
+        ends = np.cumsum([o.y.size for o in self.observed])
+        self.slices = [slice(e - o.y.size, e) for e, o in zip(ends, self.observed)]
         self.xb = np.asarray(xb, dtype=np.float64)
-        self.y = np.asarray(y, dtype=np.float64)                # (times, observations)
         self.offsets = [int(o) for o in offsets]
+        if len(self.offsets) != len(self.observed):
+            raise ValueError(f"{len(self.offsets)} offsets for {len(self.observed)} "
+                             "observation times")
         self.chunks = np.diff([0, *self.offsets]).astype(int)   # steps before each time
         if np.any(self.chunks < 0):
             raise ValueError(f"observation offsets must be sorted, got {self.offsets}")
         self.chain = Chain(model, self.chunks)
         self.n_obs = self.y.size
         self.runs = {"forward": 0, "adjoint": 0, "tangent": 0}  # window runs of each model
+
+    def observe(self, frames) -> np.ndarray:
+        """H_j x_j of every time, one vector."""
+        return np.concatenate([o.H(x) for o, x in zip(self.observed, frames)])
+
+    def observe_adjoint(self, w) -> list:
+        """H_j^T w_j for each time's part of the observation-space vector ``w``."""
+        return [o.H.adjoint(w[sl]) for o, sl in zip(self.observed, self.slices)]
 
     def initial(self, v) -> np.ndarray:
         """x0 = x_b + B^(1/2) v."""
@@ -68,7 +88,7 @@ class Window:
 
     def misfit(self, frames) -> np.ndarray:
         """(H x_j - y_j) / sigma_o at every observation time."""
-        return np.stack([self.H(x) for x in frames]) / self.sigma - self.y / self.sigma
+        return self.observe(frames) / self.sigma - self.y / self.sigma
 
     def cost(self, v):
         """(J, J_b, J_o) by forward runs only."""
@@ -80,7 +100,7 @@ class Window:
         """(J, J_b, J_o, dJ/dv): one forward run recording the tapes, one adjoint run."""
         frames, pullbacks = self.record(self.initial(v))
         r = self.misfit(frames)
-        lam0 = self.pull(pullbacks, [self.H.adjoint(rj / self.sigma) for rj in r])
+        lam0 = self.pull(pullbacks, self.observe_adjoint(r / self.sigma))
         jb, jo = 0.5 * float(v @ v), 0.5 * float(np.sum(r * r))
         return jb + jo, jb, jo, v + self.B.sqrt_adjoint(lam0)
 
@@ -105,22 +125,22 @@ class Linearization:
         self.window, self.v = window, np.array(v, dtype=np.float64)
         self.x0 = window.initial(self.v)
         frames, self.pullbacks = window.record(self.x0)
-        self.innovation = window.y - np.stack([window.H(x) for x in frames])
+        self.innovation = window.y - window.observe(frames)
         r = self.innovation / window.sigma
         self.Jb, self.Jo = 0.5 * float(self.v @ self.v), 0.5 * float(np.sum(r * r))
         self.J = self.Jb + self.Jo
 
     def tl(self, dv) -> np.ndarray:
-        """(H M'_j B^(1/2) dv)_j, (times, observations), by forward mode (``jvp``)."""
+        """(H M'_j B^(1/2) dv)_j, one vector over the times, by forward mode (``jvp``)."""
         w = self.window
         tangents = w.chain.tangent(w.state(self.x0), w.params, {}, w.state(w.B.sqrt(dv)))
         w.runs["tangent"] += 1
-        return np.stack([w.H(w.flat(t)) for t in tangents])
+        return w.observe([w.flat(t) for t in tangents])
 
     def ad(self, obs) -> np.ndarray:
         """B^(1/2)^T sum_j M'_j^T H^T obs_j: the transpose of :meth:`tl` (pullbacks)."""
         w = self.window
-        return w.B.sqrt_adjoint(w.pull(self.pullbacks, [w.H.adjoint(o) for o in obs]))
+        return w.B.sqrt_adjoint(w.pull(self.pullbacks, w.observe_adjoint(obs)))
 
     def hessian(self, dv) -> np.ndarray:
         """The Gauss-Newton Hessian I + B^(1/2)^T M'^T H^T R^-1 H M' B^(1/2) times dv."""

@@ -74,12 +74,13 @@ def provenance(config_yaml: str, argv=None, title="") -> dict:
     return attrs
 
 
-def write_netcdf(ds, path, attrs: dict):
-    """``ds`` with global ``attrs`` to ``path`` (netCDF4), atomically."""
+def write_netcdf(ds, path, attrs: dict, encoding=None):
+    """``ds`` with global ``attrs`` to ``path`` (netCDF4), atomically; ``encoding`` as
+    xarray's (compression, on-disk types)."""
     ds = ds.copy(deep=False)
     ds.attrs.update(attrs)
     with atomic_path(path) as tmp:
-        ds.to_netcdf(tmp, engine="netcdf4")
+        ds.to_netcdf(tmp, engine="netcdf4", encoding=encoding)
     return Path(path)
 
 

@@ -8,23 +8,28 @@ Two kinds, both exact linear maps (so H^T is the matrix transpose):
   each seeing every observed variable by multilinear interpolation from the 2^d
   surrounding grid points (wrapping around on periodic axes).
 
-Each observation knows its variable and its coordinates, which go into ``obs.nc``.
+A third constructor, ``at_points``, takes each observation's variable and fractional
+grid position (what an observation file gives, simcore.obsfile); the other two go
+through the same interpolation or select grid points exactly. Each observation knows its
+variable, grid position and coordinates, which go into ``observations.nc``.
 """
 import itertools
 
 import numpy as np
 import scipy.sparse as sparse
 
-from .covariance import flatten
+from .covariance import layout, state_size
 
 
 class ObservationOperator:
-    """y = H x for flat states x; ``variable`` and ``coords`` describe each observation."""
+    """y = H x for flat states x; ``variable``, ``positions`` (fractional grid indices)
+    and ``coords`` (coordinates in the dims' units) describe each observation."""
 
-    def __init__(self, matrix, variable, coords: dict, kind: str):
+    def __init__(self, matrix, variable, positions: dict, coords: dict, kind: str):
         self.matrix = sparse.csr_matrix(matrix)
         self.transpose = self.matrix.T.tocsr()
         self.variable = np.asarray(variable)          # observed variable of each row
+        self.positions = positions                    # dim -> grid index of each row
         self.coords = coords                          # dim -> coordinate of each row
         self.kind = kind
         self.size = self.matrix.shape[0]
@@ -47,51 +52,59 @@ class ObservationOperator:
             for point in itertools.product(*picks):
                 rows.append(offset + int(np.ravel_multi_index(point, shape)))
                 variable.append(v.name)
-                where.append({d: float(model.dim(d).values()[i])
-                              for d, i in zip(v.dims, point)})
-        p, n = len(rows), _size(model)
+                where.append(dict(zip(v.dims, map(float, point))))
+        p, n = len(rows), state_size(model)
         matrix = sparse.csr_matrix((np.ones(p), (np.arange(p), rows)), shape=(p, n))
-        return cls(matrix, variable, _columns(where), "grid")
+        positions = _columns(where)
+        return cls(matrix, variable, positions, coordinates(model, positions), "grid")
 
     @classmethod
     def stations(cls, model, count: int, rng):
         """``count`` stations at random positions; multilinear interpolation."""
         periodic = set(model.periodic())
-        data, rows, cols, variable, where = [], [], [], [], []
-        positions = {}
-        for offset, v in _offsets(model):
-            shape = model.shape(v.dims)
-            for d, n in zip(v.dims, shape):
-                if d not in positions:
-                    hi = n if d in periodic else n - 1
-                    positions[d] = rng.uniform(0.0, hi, size=int(count))
+        variable, where, drawn = [], [], {}
+        for _, v in _offsets(model):
+            for d, n in zip(v.dims, model.shape(v.dims)):
+                if d not in drawn:
+                    drawn[d] = rng.uniform(0.0, n if d in periodic else n - 1, size=int(count))
             for s in range(int(count)):
-                row = len(variable)
-                for corner, weight in _corners([positions[d][s] for d in v.dims], shape,
-                                               [d in periodic for d in v.dims]):
-                    data.append(weight)
-                    rows.append(row)
-                    cols.append(offset + int(np.ravel_multi_index(corner, shape)))
                 variable.append(v.name)
-                where.append({d: model.dim(d).start + model.dim(d).spacing * positions[d][s]
-                              for d in v.dims})
-        p, n = len(variable), _size(model)
-        matrix = sparse.csr_matrix((data, (rows, cols)), shape=(p, n))
-        return cls(matrix, variable, _columns(where), "stations")
+                where.append({d: float(drawn[d][s]) for d in v.dims})
+        return cls.at_points(model, variable, _columns(where), "stations")
+
+    @classmethod
+    def at_points(cls, model, variable, positions: dict, kind="points"):
+        """One observation of state variable ``variable[i]`` at the fractional grid
+        indices ``positions[dim][i]`` (NaN for dims the variable lacks) for each i, by
+        multilinear interpolation from the 2^d surrounding grid points, wrapping around
+        periodic axes; a whole index is that grid point (weight 1)."""
+        periodic, where = set(model.periodic()), _offsets(model, every=True)
+        data, rows, cols = [], [], []
+        for row, name in enumerate(variable):
+            offset, v = where[name]
+            shape = model.shape(v.dims)
+            for corner, weight in _corners([positions[d][row] for d in v.dims], shape,
+                                           [d in periodic for d in v.dims]):
+                data.append(weight)
+                rows.append(row)
+                cols.append(offset + int(np.ravel_multi_index(corner, shape)))
+        matrix = sparse.csr_matrix((data, (rows, cols)), shape=(len(variable), state_size(model)))
+        return cls(matrix, variable, positions, coordinates(model, positions), kind)
 
 
-def _offsets(model):
-    """(offset in the flat state, variable) for every observed variable."""
-    offset = 0
-    for v in model.variables():
-        if v.observed:
-            yield offset, v
-        offset += int(np.prod(model.shape(v.dims), dtype=np.int64))
+def coordinates(model, positions: dict) -> dict:
+    """Fractional grid indices -> coordinates in each dim's units."""
+    return {d: model.dim(d).start + model.dim(d).spacing * np.asarray(p, dtype=np.float64)
+            for d, p in positions.items()}
 
 
-def _size(model) -> int:
-    return flatten(model, {v.name: np.zeros(model.shape(v.dims))
-                           for v in model.variables()}).size
+def _offsets(model, every=False):
+    """[(offset in the flat state, variable)] of every observed variable; with
+    ``every``, {name: (offset, variable)} of all state variables."""
+    offsets = {name: offset for name, offset, _ in layout(model)}
+    if every:
+        return {v.name: (offsets[v.name], v) for v in model.variables()}
+    return [(offsets[v.name], v) for v in model.variables() if v.observed]
 
 
 def _corners(position, shape, periodic):

@@ -200,12 +200,27 @@ class CompileConfig:
                               "build the kernels these tasks use (forward, vjp, jvp)")
 
 
+def up_to(sibling: str) -> Allowed:
+    """From 1 to the value of another key of the same section."""
+    def text(s):
+        return f"from 1 to {sibling}" + ("" if s is None else f" = {s[sibling]}")
+    return Allowed(text, lambda v, s: _number(v) and v == int(v) and 1 <= v <= s[sibling])
+
+
 @dataclass
 class AssimilateConfig:
     name: str = "assimilate"
-    cycles: int = option(100, STEPS, "analysis cycles (windows), one after another")
-    window: int = option(4, STEPS, "observation times per window (model.obs.every_m steps "
-                                   "apart; the window ends at the last)")
+    cycles: Optional[int] = option(100, optional(STEPS),
+                                   "analysis cycles (windows); null: as many as obs.file's "
+                                   "observation times fill")
+    window: int = option(4, STEPS, "observation times per window (the window ends at the "
+                                   "last; the first windows grow from the initial time)")
+    shift: Optional[int] = option(None, optional(up_to("window")),
+                                  "observation times the window advances per cycle; null: "
+                                  "window (windows one after another)")
+    newest_only: bool = option(True, help="true: each observation in the first window that "
+                                          "reaches it only (DAPPER's Var4D); false: all of "
+                                          "a window's observations in every window")
     method: str = option("lbfgs", one_of("lbfgs", "gauss_newton"),
                          "lbfgs: L-BFGS on the nonlinear J; gauss_newton: incremental "
                          "(tangent-linear + adjoint inner loops)")
@@ -215,18 +230,45 @@ class AssimilateConfig:
                                          "per cycle")
     gtol: float = option(1e-3, POSITIVE, "stop when |grad J| / |grad J0| is below this")
     memory: int = option(10, STEPS, "L-BFGS corrections kept")
+    b_covariance: str = option("gaussian", one_of("gaussian", "climatology"),
+                               "B = b_std^2 times: gaussian, a Gaussian correlation of "
+                               "b_length grid points (0: I); climatology, the covariance "
+                               "of the truth run")
     b_std: Optional[float] = option(None, optional(POSITIVE),
-                                    "background error std; null: the model's")
+                                    "background error std (sqrt of DAPPER's xB); null: the "
+                                    "model's (climatology: 1)")
     b_length: Optional[float] = option(None, optional(at_least(0)),
                                        "its Gaussian correlation length in grid points; "
                                        "null: the model's")
     stations: int = option(0, at_least(0), "0: observe every model.obs.every_k-th grid "
                                            "point; n: n seeded random stations, interpolated")
-    burn_in: Optional[int] = option(None, optional(below("cycles")),
-                                    "cycles left out of the time-mean RMSE; null: a fifth "
-                                    "of the cycles")
+    burn_in_time: Optional[float] = option(None, optional(at_least(0)),
+                                           "model time after which the statistics are "
+                                           "time-meaned; null: a fifth of the run")
+    checkpoint_every: int = option(1, STEPS, "save the checkpoint every n-th cycle (and "
+                                             "after the last)")
     log_every: int = every_nth("cycle")
     plot: bool = plots()
+
+
+@dataclass
+class ObsFileConfig:
+    file: Optional[str] = option(None, help="an observation file (docs/framework.md): "
+                                            "calibrate and assimilate read it instead of "
+                                            "observing a twin truth")
+
+
+@dataclass
+class BackgroundFileConfig:
+    file: Optional[str] = option(None, help="a state file: assimilate's first background "
+                                            "(its state at time 0); null: the twin's draw, "
+                                            "or the model's initial state")
+
+
+@dataclass
+class TruthFileConfig:
+    file: Optional[str] = option(None, help="a state file: the truth assimilate scores "
+                                            "against (and B's climatology)")
 
 
 @dataclass
@@ -235,6 +277,9 @@ class Config:
     task: Any = MISSING
     device: DeviceConfig = field(default_factory=DeviceConfig)
     engine: EngineConfig = field(default_factory=EngineConfig)
+    obs: ObsFileConfig = field(default_factory=ObsFileConfig)
+    background: BackgroundFileConfig = field(default_factory=BackgroundFileConfig)
+    truth: TruthFileConfig = field(default_factory=TruthFileConfig)
     seed: int = option(0, at_least(0), "seeds the initial state, the noise, the first guess "
                                        "and the checks")
     resume: bool = option(False, help="continue from this configuration's checkpoint, if any")

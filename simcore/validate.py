@@ -19,7 +19,8 @@ from .errors import ConfigError
 from .registry import get_model, model_class
 from .schema import TASK_SCHEMAS, Config, field_default
 
-# tasks whose cost observes the truth on model.obs's grid (assimilate: unless stations)
+# tasks whose cost observes the truth on model.obs's grid (assimilate: unless stations;
+# calibrate and assimilate: unless obs.file)
 OBSERVING = ("calibrate", "gradcheck", "assimilate")
 
 
@@ -84,7 +85,8 @@ def unknown_key(key, declared) -> str:
 def _check_observations(model, cfg):
     """The grid observations of the observing tasks see at least one point, at least once."""
     task = cfg.task
-    if task.name not in OBSERVING or (task.name == "assimilate" and task.stations > 0):
+    if task.name not in OBSERVING or (task.name == "assimilate" and task.stations > 0) \
+            or (task.name != "gradcheck" and cfg.obs.file is not None):
         return
     k, m = int(cfg.model.obs.every_k), int(cfg.model.obs.every_m)
     for v in model.variables():

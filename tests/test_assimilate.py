@@ -16,6 +16,7 @@ from adjoint import jvp, vjp
 from simcore.covariance import BackgroundCovariance, flatten
 from simcore.errors import ConfigError
 from simcore.fourdvar import Linearization, Window, gauss_newton, lbfgs
+from simcore.obsfile import Observed
 from simcore.observation import ObservationOperator
 from simcore.tasks import run_task
 from simcore.chain import advance
@@ -47,7 +48,8 @@ def window_of(name, std=None, length=1.0, stations=0, seed=0, first=1):
         frames.append(H(flatten(model, xt)))
     y = np.stack(frames) + obs.sigma * rng.standard_normal((len(offsets), H.size))
     xb = x0 + B.sample(rng)
-    return Window(model, model.truth(), B, H, obs.sigma, xb, y, offsets), x0
+    observed = [Observed(H, yj, np.full(H.size, obs.sigma)) for yj in y]
+    return Window(model, model.truth(), B, observed, xb, offsets), x0
 
 
 # ---- Lorenz-96 ----------------------------------------------------------------------------
@@ -209,10 +211,9 @@ def test_linear_model_analysis_is_the_blue_from_a_dense_solve():
     G = R^-1/2 H M B^1/2, built column by column from forward runs alone."""
     window, _ = window_of("heat", length=1.5)
     n = window.B.size
-    G = np.stack([np.concatenate(window.misfit(window.trajectory(window.B.sqrt(e))))
-                  + np.concatenate(window.y) / window.sigma for e in np.eye(n)], axis=1)
-    d = np.concatenate(window.y / window.sigma) - np.concatenate(
-        [window.H(x) / window.sigma for x in window.trajectory(window.xb)])
+    G = np.stack([window.misfit(window.trajectory(window.B.sqrt(e))) + window.y / window.sigma
+                  for e in np.eye(n)], axis=1)
+    d = (window.y - window.observe(window.trajectory(window.xb))) / window.sigma
     v_blue = np.linalg.solve(np.eye(n) + G.T @ G, G.T @ d)
     gn = gauss_newton(window, outer_loops=3, max_iter=200, gtol=1e-10)
     np.testing.assert_allclose(gn.v, v_blue, atol=1e-8 * np.abs(v_blue).max())
@@ -247,11 +248,15 @@ def test_short_lorenz96_twin_beats_background_and_observations(tmp_path):
     """The CI version of the benchmark (experiments/lorenz96_4dvar.py: >= 1000 cycles,
     <= 0.40): 40 cycles of the standard twin, a looser bound on the time mean."""
     s = run(tmp_path, "lorenz96", "model.steps=20", "model.spinup=2000", "task.cycles=40",
-            "task.burn_in=10", "task.log_every=10")
-    assert s["observations_per_time"] == 40 and s["window_steps"] == 16 and s["cycles"] == 40
-    assert s["rmse_analysis"] < 0.5 < s["obs_sigma"]
-    assert s["rmse_analysis"] < s["rmse_background"] < s["climatology_std"] / 5
-    assert s["rmse_analysis_end"] < 0.5 * s["rmse_background_end"]     # vs a free forecast
+            "task.burn_in_time=8", "task.log_every=10")
+    assert s["observations"] == 40 * 4 * 40 and s["observation_times"] == 160
+    assert s["cycles"] == 40 and s["window"] == s["shift"] == 4
+    # window ends after t = 8: 9.6 ... 32; starts: 8.8 ... 31.2 (no window starts at 32)
+    assert s["scored_times"] == {"f": 30, "a": 30, "s": 29}
+    assert s["rmse_s"] < s["rmse_a"] < 0.5 < s["obs_sigma"]
+    assert s["rmse_s"] < s["rmse_background_start"] < s["climatology_std"] / 5
+    assert s["rmse_a"] < 0.5 * s["rmse_background_end"]           # vs a free forecast
+    assert s["rmse_a"] < s["rmse_f"]
     assert 0.6 < s["chi2_per_obs"] < 1.4
     assert s["iterations"] == pytest.approx(40 * s["iterations_per_cycle"])
 
@@ -259,45 +264,53 @@ def test_short_lorenz96_twin_beats_background_and_observations(tmp_path):
 def test_outputs_open_in_xarray_with_units(tmp_path):
     s = run(tmp_path, "lorenz96", "task.cycles=3")
     out = tmp_path / "out"
-    for name in ("obs.nc", "analysis.nc", "diagnostics.nc"):
+    for name in ("observations.nc", "truth.nc", "background.nc", "analysis.nc",
+                 "diagnostics.nc"):
         with xr.open_dataset(out / name) as ds:
             assert ds.attrs["Conventions"] == "CF-1.8" and "assimilate" in ds.attrs["config"]
             for k in [*ds.data_vars, *ds.coords]:
-                assert ds[k].attrs.get("units") is not None and ds[k].attrs.get("long_name"), k
+                assert ds[k].attrs.get("long_name"), k
+                assert ds[k].attrs.get("units") is not None or ds[k].dtype.kind in "OUS", k
     with xr.open_dataset(out / "analysis.nc") as ds:
         assert ds.x.dims == ("time", "site") and ds.sizes["time"] == 3
         err = np.sqrt(((ds.x - ds.x_truth) ** 2).mean("site")).values
         bg = np.sqrt(((ds.x_background - ds.x_truth) ** 2).mean("site")).values
     with xr.open_dataset(out / "diagnostics.nc") as ds:
-        np.testing.assert_allclose(ds.rmse_analysis.values, err, rtol=1e-12)
-        np.testing.assert_allclose(ds.rmse_background.values, bg, rtol=1e-12)
+        np.testing.assert_allclose(ds.rmse_analysis_start.values, err, rtol=1e-12)
+        np.testing.assert_allclose(ds.rmse_background_start.values, bg, rtol=1e-12)
+        # s at the window starts that are observation times (4 and 8), a at the ends
+        np.testing.assert_allclose(ds.rmse_s.values[[3, 7]], err[1:], rtol=1e-12)
+        np.testing.assert_allclose(ds.rmse_a.values[[3, 7, 11]], ds.rmse_analysis_end.values,
+                                   rtol=1e-12)
+        assert np.isnan(ds.rmse_a.values[[0, 1, 2]]).all() and ds.rmse_f.dims == ("obs_time",)
         assert ds.cost.dims == ("cycle", "iteration")
         assert float(ds.cost[0, 0]) == pytest.approx(float(ds.cost_initial[0]))
         assert float(ds.grad_norm_rel[0, 0]) == 1.0
         assert np.all(ds.iterations.values >= 1)
-        assert s["rmse_analysis"] == pytest.approx(float(ds.rmse_analysis.mean()))
-    with xr.open_dataset(out / "obs.nc") as ds:
-        assert ds.y.dims == ("time", "obs") and ds.sizes["time"] == 3 * 4
+        assert s["rmse_a"] == pytest.approx(float(ds.rmse_analysis_end.mean()))
+    with xr.open_dataset(out / "observations.nc") as ds:
+        assert ds.value.dims == ("obs",) and ds.sizes["obs"] == 3 * 4 * 40
         assert ds.time.values[0] == pytest.approx(4 * 0.05)
-        assert ds.y.attrs["obs_error_std"] == 1.0 and ds.site_obs.attrs["units"] == "1"
-    for key in ("rmse_background", "rmse_analysis", "cycles", "iterations", "wall_time_s"):
+        assert ds.error_std.values[0] == 1.0 and ds.site.attrs["units"] == "1"
+    for key in ("rmse_f", "rmse_a", "rmse_s", "cycles", "iterations", "wall_time_s"):
         assert key in s
 
 
 def test_heat_with_sparse_stations(tmp_path):
     s = run(tmp_path, "heat", "task.stations=12", "task.cycles=3", "model.obs.sigma=0.02")
-    assert s["observation_operator"] == "stations" and s["observations_per_time"] == 12
-    assert s["rmse_analysis"] < s["rmse_background"]
-    assert s["rmse_analysis_end"] < s["rmse_background_end"]
-    assert s["rmse_analysis_first"] < 0.7 * s["rmse_background_first"]
-    with xr.open_dataset(tmp_path / "out" / "obs.nc") as ds:
-        assert ds.x_obs.attrs["units"] == "m" and np.all((ds.y_obs >= 0) & (ds.y_obs <= 9))
+    assert s["observation_operator"] == "stations"
+    assert s["observations"] == 3 * s["window"] * 12
+    assert s["rmse_s"] < s["rmse_background_start"]
+    assert s["rmse_a"] < s["rmse_background_end"]
+    assert s["rmse_analysis_start_first"] < 0.7 * s["rmse_background_start_first"]
+    with xr.open_dataset(tmp_path / "out" / "observations.nc") as ds:
+        assert ds.x.attrs["units"] == "m" and np.all((ds.y >= 0) & (ds.y <= 9))
 
 
 def test_gauss_newton_task_matches_lbfgs(tmp_path):
     a = run(tmp_path / "a", "lorenz96", "task.method=gauss_newton", "task.gtol=1e-6")
     b = run(tmp_path / "b", "lorenz96", "task.method=lbfgs", "task.gtol=1e-6")
-    assert a["rmse_analysis"] == pytest.approx(b["rmse_analysis"], rel=1e-3)
+    assert a["rmse_s"] == pytest.approx(b["rmse_s"], rel=1e-3)
     assert a["tangent_runs"] > 0 and b["tangent_runs"] == 0
 
 
@@ -311,7 +324,7 @@ def test_a_memory_budget_recomputes_inside_the_window_with_the_same_analysis(tmp
     x = np.zeros(40)
     plan = lorenz96_steps.specialize((x, x, x, x, x, x, 8.0, 0.05, 16)).last_sweep.plan
     assert "revolve" in plan.describe()
-    for key in ("rmse_analysis", "rmse_background", "iterations", "chi2_per_obs"):
+    for key in ("rmse_f", "rmse_a", "rmse_s", "iterations", "chi2_per_obs"):
         assert a[key] == b[key], key
 
 
@@ -343,7 +356,7 @@ def test_resume_after_a_crash_ends_like_an_uninterrupted_run(tmp_path, monkeypat
     monkeypatch.setattr(task, "analyse", real)
     resumed = run(tmp_path / "run", "lorenz96", "task.cycles=4", "resume=true")
     assert resumed["resumed_from_cycle"] == 1 and reference["resumed_from_cycle"] is None
-    for key in ("rmse_background", "rmse_analysis", "iterations", "chi2_per_obs"):
+    for key in ("rmse_f", "rmse_a", "rmse_s", "iterations", "chi2_per_obs"):
         assert resumed[key] == reference[key], key
     with xr.open_dataset(tmp_path / "ref" / "out" / "diagnostics.nc") as a, \
             xr.open_dataset(tmp_path / "run" / "out" / "diagnostics.nc") as b:
@@ -355,3 +368,88 @@ def test_unknown_method_is_refused(tmp_path):
     with pytest.raises(ConfigError, match="^task.method=newton: must be one of lbfgs, "
                                           "gauss_newton$"):
         run(tmp_path, "lorenz96", "task.method=newton")
+
+
+# ---- cycling: windows that grow, then slide; scores with DAPPER's meanings -----------------
+def cycling_run(tmp_path, *extra):
+    s = run(tmp_path, "lorenz96", "task.window=3", "task.burn_in_time=0.3", *extra)
+    out = tmp_path / "out"
+    with xr.open_dataset(out / "analysis.nc") as a, xr.open_dataset(out / "truth.nc") as t, \
+            xr.open_dataset(out / "diagnostics.nc") as d:
+        return s, a.load(), t.load(), d.load()
+
+
+def test_windows_grow_from_the_initial_time_then_slide_by_the_shift(tmp_path):
+    _, _, _, newest = cycling_run(tmp_path / "a", "task.shift=1", "task.cycles=5")
+    np.testing.assert_allclose(newest.time, [0, 0, 0, 0.2, 0.4])          # window starts
+    np.testing.assert_allclose(newest.time_end, [0.2, 0.4, 0.6, 0.8, 1.0])
+    assert list(newest.n_obs.values) == [40] * 5                             # newest only
+    _, _, _, every = cycling_run(tmp_path / "b", "task.shift=1", "task.cycles=5",
+                                 "task.newest_only=false")
+    assert list(every.n_obs.values) == [40, 80, 120, 120, 120]              # all in window
+    _, _, _, two = cycling_run(tmp_path / "c", "task.shift=2", "task.cycles=3")
+    np.testing.assert_allclose(two.time, [0, 0.2, 0.6])
+    np.testing.assert_allclose(two.time_end, [0.4, 0.8, 1.2])
+
+
+def test_scores_are_the_model_runs_from_the_analyses_against_the_truth(tmp_path):
+    """f, a and s recomputed with NumPy's RK4 from analysis.nc and truth.nc: a is the
+    analysis run from its window start to the window end, s the analysis at the start,
+    f the background run one interval past the previous window's end; and each
+    background is the previous analysis run to the next window start."""
+    from simcore.models.lorenz96 import rk4
+    s, ana, truth, diag = cycling_run(tmp_path, "task.shift=1", "task.cycles=6")
+    xt = truth.x.values
+    np.testing.assert_allclose(xt[3], rk4(xt[0], 8.0, 0.05, 12), rtol=1e-10)   # the truth
+    rmse = lambda x, j: np.sqrt(np.mean((x - xt[j]) ** 2))                   # noqa: E731
+    start = np.rint(diag.time.values / 0.2).astype(int)
+    end = np.rint(diag.time_end.values / 0.2).astype(int)
+    xa, xb = ana.x.values, ana.x_background.values
+    f, a, s_ = (diag[f"rmse_{k}"].values for k in "fas")
+    for c in range(6):
+        at_end = rk4(xa[c], 8.0, 0.05, 4 * (end[c] - start[c]))
+        assert a[end[c] - 1] == pytest.approx(rmse(at_end, end[c]), rel=1e-9)
+        if start[c] > 0:
+            assert s_[start[c] - 1] == pytest.approx(rmse(xa[c], start[c]), rel=1e-12)
+        if c > 0:
+            np.testing.assert_allclose(
+                xb[c], rk4(xa[c - 1], 8.0, 0.05, 4 * (start[c] - start[c - 1])), rtol=1e-11)
+            ahead = rk4(xb[c], 8.0, 0.05, 4 * (end[c - 1] + 1 - start[c]))
+            assert f[end[c - 1]] == pytest.approx(rmse(ahead, end[c - 1] + 1), rel=1e-9)
+    t = diag.obs_time.values
+    for k, values in zip("fas", (f, a, s_)):
+        late = (t > 0.3) & np.isfinite(values)
+        assert s[f"rmse_{k}"] == pytest.approx(values[late].mean(), rel=1e-12)
+    assert s["scored_times"] == {"f": 5, "a": 5, "s": 2}
+    assert "rmse_analysis" not in s and "rmse_background" not in s          # renamed
+
+
+def test_all_observations_in_every_window_equal_newest_only_when_windows_do_not_overlap(
+        tmp_path):
+    a = run(tmp_path / "a", "lorenz96", "task.cycles=2")
+    b = run(tmp_path / "b", "lorenz96", "task.cycles=2", "task.newest_only=false")
+    for key in ("rmse_f", "rmse_a", "rmse_s", "iterations"):
+        assert a[key] == b[key], key
+
+
+def test_background_covariances_xB_I_and_climatology(tmp_path):
+    model, _ = model_of("lorenz96")
+    B = BackgroundCovariance(model, np.sqrt(0.02), 0.0)                     # DAPPER's xB I
+    np.testing.assert_allclose(B.matrix(), 0.02 * np.eye(40), rtol=1e-14, atol=0)
+    K = np.cov(np.random.default_rng(0).standard_normal((200, 40)).T)
+    B = BackgroundCovariance(model, 0.3, covariance=K)
+    np.testing.assert_allclose(B.matrix(), 0.09 * K, atol=1e-12)
+    v, w = np.random.default_rng(1).standard_normal((2, 40))
+    assert B.sqrt(v) @ w == pytest.approx(v @ B.sqrt_adjoint(w), rel=1e-13)
+    s = run(tmp_path, "lorenz96", "task.cycles=3", "task.b_covariance=climatology",
+            "task.b_std=0.2")
+    assert s["b_covariance"] == "climatology" and s["b_length"] is None and s["b_std"] == 0.2
+    assert s["rmse_a"] < s["rmse_background_end"]         # (13 states: a rank-12 B)
+
+
+def test_a_twin_needs_a_number_of_cycles(tmp_path):
+    with pytest.raises(ConfigError, match="task.cycles=null: only with obs.file"):
+        run(tmp_path, "lorenz96", "task.cycles=null")
+    with pytest.raises(ConfigError, match="task.burn_in_time=5: must be below the run's last "
+                                          "observation time 0.8"):
+        run(tmp_path, "lorenz96", "task.cycles=1", "task.burn_in_time=5")

@@ -56,8 +56,10 @@ def first_problem(*overrides):
     (["task=forward", "task.output_every=-1"], "task.output_every=-1: must be at least 0"),
     (["task=gradcheck", "task.wrt=[]"],
      "task.wrt=[]: must be a list of one or more of parameters, initial_state"),
-    (["task=assimilate", "task.cycles=10", "task.burn_in=20"],
-     "task.burn_in=20: must be null or from 0 to cycles - 1 = 9"),
+    (["task=assimilate", "task.window=4", "task.shift=5"],
+     "task.shift=5: must be null or from 1 to window = 4"),
+    (["task=assimilate", "task.burn_in_time=-1.5"],
+     "task.burn_in_time=-1.5: must be null or at least 0"),
     (["task=assimilate", "task.method=newton"],
      "task.method=newton: must be one of lbfgs, gauss_newton"),
     (["device.name=gpu"], "device.name=gpu: must be one of cpu, cuda"),
@@ -309,8 +311,8 @@ def test_show_prints_every_option_with_its_default_and_meaning(capsys):
     assert lines[0].startswith("task=assimilate: cycling strong-constraint 4D-Var")
     keys = [f.name for f in dataclasses.fields(AssimilateConfig) if f.name != "name"]
     assert [x.split("=")[0].strip() for x in lines[1:]] == [f"task.{k}" for k in keys]
-    burn = next(x for x in lines if x.strip().startswith("task.burn_in="))
-    assert burn.split()[0] == "task.burn_in=null" and "a fifth of the cycles" in burn
+    burn = next(x for x in lines if x.strip().startswith("task.burn_in_time="))
+    assert burn.split()[0] == "task.burn_in_time=null" and "a fifth of the run" in burn
     assert cli.main(["show", "model=heat"]) == 0
     text = capsys.readouterr().out
     assert "model.obs.every_k=3 " in text and "model.dt=0.15 " in text     # heat's own values

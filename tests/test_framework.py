@@ -24,7 +24,7 @@ from simcore.schema import TASK_SCHEMAS
 MODELS = simcore.known_models()
 TINY = {name: [f"model.{k}={v}" for k, v in simcore.model_class(name).tiny.items()]
         for name in MODELS}
-TINY_TASK = {"assimilate": ["task.cycles=2", "task.burn_in=0"]}    # per task, for every model
+TINY_TASK = {"assimilate": ["task.cycles=2", "task.burn_in_time=0"]}    # per task, for every model
 TASKS = sorted(TASK_SCHEMAS)
 
 

@@ -13,9 +13,11 @@ from test_framework import MODELS, TASKS, tiny
 HAVE_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
 PLOTS = ["cost.png"] if HAVE_MATPLOTLIB else []    # plots are an optional extra
 OUTPUTS = {"forward": ["state.nc", "summary.json"],
-           "calibrate": ["calibration.nc", "summary.json"] + PLOTS,
+           "calibrate": ["calibration.nc", "observations.nc", "truth.nc", "summary.json"]
+           + PLOTS,
            "gradcheck": ["summary.json"], "compile": ["summary.json"],
-           "assimilate": ["obs.nc", "analysis.nc", "diagnostics.nc", "summary.json"]}
+           "assimilate": ["observations.nc", "truth.nc", "background.nc", "analysis.nc",
+                          "diagnostics.nc", "summary.json"]}
 
 
 def run(tmp_path, model, task, *extra):

@@ -1,7 +1,9 @@
 """task=calibrate: a twin experiment, L-BFGS-B on J(p) with the engine's adjoint gradient.
 
-Truth from the model config, synthetic observations (``model.obs``), first guess = the
-model's background or the truth perturbed (``task.perturbation``), and
+Truth from the model config, synthetic observations (``model.obs``; written as
+observations.nc and truth.nc) or ``obs.file``'s (simcore.obsfile; the "truth" is then the
+configured parameters), first guess = the model's background or the truth perturbed
+(``task.perturbation``), and
 
     J(p) = 1/2 sum ((H(M(p)) - y) / sigma_o)^2 + J_b(p)     (simcore.twin, simcore.prior)
 
@@ -23,8 +25,10 @@ from scipy.optimize import minimize
 
 from ..checkpoint import open_checkpoint
 from ..control import Control
+from ..covariance import flatten
 from ..history import History
 from ..io import pyplot, save_figure, write_json, write_netcdf
+from ..obsfile import ObservationSet, write_states
 from ..plots import fields, label
 from ..state import parameter_dataset
 from ..terminal import progress
@@ -99,11 +103,15 @@ def calibrate(run) -> dict:
     model, cfg = run.model, run.cfg.task
     obs = Observations.from_config(run.cfg.model.obs)
     guess = first_guess(model, float(cfg.perturbation))
-    twin = Twin(model, obs, background=guess)
+    path = run.cfg.obs.file
+    twin = Twin(model, obs, background=guess,
+                data=None if path is None else ObservationSet.read(path, model))
     control = Control(model.parameters(), guess)
-    log.info("calibrate: %d parameters from %d observations (obs.every_k=%d points, "
-             "obs.every_m=%d steps, sigma=%g, %s)", control.size, twin.n_obs, obs.every_k,
-             obs.every_m, obs.sigma, "noisy" if obs.noise else "noise-free")
+    log.info("calibrate: %d parameters from %d observations (%s)", control.size, twin.n_obs,
+             f"{path}, {len(twin.times)} times" if path else
+             f"obs.every_k={obs.every_k} points, obs.every_m={obs.every_m} steps, "
+             f"sigma={obs.sigma:g}, {'noisy' if obs.noise else 'noise-free'}")
+    files = _twin_files(run, twin)
 
     # per iteration, from the first guess on: the costs and calibration.nc's parameters
     cache, iterates = {}, []
@@ -159,6 +167,7 @@ def calibrate(run) -> dict:
              history["evaluations"][-1], _message(res))
 
     summary = _summary(run, twin, guess, final, history, res)
+    summary["outputs"] += files
     _write_history(run, twin, guess, history, [p for _, p in iterates])
     if cfg.plot:
         summary["outputs"] += _plots(run, twin, guess, final, history)
@@ -225,7 +234,25 @@ def _summary(run, twin, guess, final, history, res) -> dict:
             "converged": bool(res.success), "message": _message(res),
             "n_obs": int(twin.n_obs), "n_params": int(sum(v.size for v in truth.values())),
             "chi2": 2.0 * J_obs, "chi2_per_obs": 2.0 * J_obs / twin.n_obs,
-            "noise": bool(twin.obs.noise), "outputs": ["calibration.nc", "summary.json"]}
+            "observation_file": run.cfg.obs.file,
+            "noise": bool(twin.obs.noise) if run.cfg.obs.file is None else None,
+            "outputs": ["calibration.nc", "summary.json"]}
+
+
+def _twin_files(run, twin) -> list:
+    """A twin's observations and truth run as observations.nc and truth.nc (the files
+    obs.file reads, simcore.obsfile); nothing when the observations came from a file."""
+    if twin.truth_states is None:
+        return []
+    name = run.model.name
+    twin.data.write(run.path("observations.nc"), run.attrs(f"{name}: observations of a "
+                                                           "twin truth run"))
+    times, frames = twin.truth_states
+    states = [flatten(run.model, twin.x0), *frames]
+    write_states(run.model, run.path("truth.nc"), states,
+                 np.concatenate([[0], times]) * run.model.time().dt,
+                 run.attrs(f"{name}: truth run at the initial and observation times"))
+    return ["observations.nc", "truth.nc"]
 
 
 def _message(res):
