@@ -274,12 +274,14 @@ class Specialization:
         if plan.framed:             # every buffer it makes is small: one frame, reused
             frame = idle(plan.frames, module, plan.frame_slots)
             buffers = plan.fill(frame, values)
-            module.call(0, syms, frame.table)
+            status = module.call(0, syms, frame.table)
         else:
             mem = HostMemory(self.transients, None if on_device(module) else module)
             buffers, held = plan.buffers(mem, values)
-            module.call(0, syms, buffers)
+            status = module.call(0, syms, buffers)
             mem.close(held)
+        if status <= FAILED:                    # a library call failed
+            raise self.failed(FAILED - status)
         result = returned_value({name: float(buffers[k][0]) if shape is None else
                                  buffers[k].reshape(shape) for k, name, shape in plan.returns}) \
             if plan.single is None else float(buffers[plan.single][0])

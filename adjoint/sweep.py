@@ -22,6 +22,7 @@ from .autodiff import adjoint_name
 from .autodiff.plan import Candidate, parse_bytes, solve
 from .autodiff.revolve import schedule
 from .codegen import COUNTS
+from .codegen.c import FAILED
 from .errors import AdjointError
 from .frontend import RESULT
 from .options import options
@@ -317,8 +318,11 @@ class Sweep:
         else:
             syms = self.syms.copy()
             syms[-2:] = segment
-        return self.bwd.module.call(3 * region + kind, syms, self._buffers(state or self.state),
-                                    tape, position)
+        status = self.bwd.module.call(3 * region + kind, syms,
+                                      self._buffers(state or self.state), tape, position)
+        if status <= FAILED:                    # a library call failed (LinAlgError)
+            raise self.spec.failed(FAILED - status)
+        return status
 
     def _buffers(self, state):
         """The entries' buffers with the primal ones of ``state``: built once per state
