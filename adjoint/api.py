@@ -67,7 +67,7 @@ class Kernel:
         if hit is not None and hit[0] is here:
             return hit[1], hit[2], args
         spec, values = self._specialized(args, here)
-        binding = Binding(spec.sdfg, values)
+        binding = Binding(spec.sdfg, values, spec.written_arrays)
         if binding.reusable and values is args:
             with self._lock:
                 while len(self._bindings) >= BINDINGS:

@@ -133,7 +133,7 @@ class Sweep:
         not given): their checks ran once for all calls like this one."""
         self.spec, self.bwd, self.reusable = spec, bwd, reusable
         self.adj, self.containers = bwd.adjoint, bwd.layout.containers
-        binding = binding or Binding(spec.sdfg, args)
+        binding = binding or Binding(spec.sdfg, args, spec.written_arrays)
         self.syms, self.arguments = binding.values(args)
         setup = self.setup = self._setup(binding)
         self.counts, self.hints, self.primal = setup.counts, setup.hints, setup.primal

@@ -8,7 +8,7 @@ import itertools
 import numpy as np
 import pytest
 
-from adjoint import BoundsError, float64, grad, int64, kernel, symbol
+from adjoint import BoundsError, float64, grad, int64, kernel, symbol, uint64
 from adjoint.analysis.bounds import Fits, index_checks
 
 N, M = symbol("N"), symbol("M")
@@ -276,7 +276,7 @@ def test_and_or_read_only_what_python_reads():
 # Integer arrays are computed in their own dtype and written back to the caller's array;
 # every result is compared bitwise with the kernel run as NumPy (integer arithmetic is
 # exact, and wraps around at the width as NumPy's arrays do).
-from adjoint import KernelSyntaxError, int32, options, uint8, vjp  # noqa: E402
+from adjoint import KernelSyntaxError, int32, options, vjp  # noqa: E402
 from kernel_testing import copy_args, fd_directional, rng_for  # noqa: E402
 
 
@@ -474,3 +474,38 @@ def test_emulated_cuda_integers(monkeypatch):
     same_as_numpy(shortest_paths, path)
     r1, r2, _ = same_as_numpy(crc_like, data, np.zeros(1, np.int64))
     assert r1 == r2
+
+
+def test_a_written_integer_argument_keeps_its_dtype_on_every_call():
+    """The call cache (runtime/arguments.Binding) decides as bind does: a written array of
+    another integer dtype is refused on the second call of its signature too, never
+    passed as a copy that would not be written back."""
+    from adjoint import ArgumentError
+
+    @kernel
+    def bump(a: int32[N]):
+        a[:] = a + 1
+
+    for _ in range(2):
+        with pytest.raises(ArgumentError, match="'a' has dtype int64"):
+            bump(np.zeros(3, np.int64))
+
+
+def test_uint64_index_ranges_on_cached_calls():
+    """A uint64 index array's value range is clipped to int64 on every call of its
+    signature (the cached Binding recomputes it), so an index beyond every size still
+    fails its bounds check instead of wrapping around."""
+    from adjoint import BoundsError
+
+    @kernel
+    def pick(x: float64[N], idx: uint64[M]) -> float:
+        s = 0.0
+        for i in range(M):
+            s += x[idx[i]]
+        return s
+
+    x = np.arange(4.0)
+    assert pick(x, np.array([1, 3], np.uint64)) == 4.0
+    for _ in range(2):
+        with pytest.raises(BoundsError):
+            pick(x, np.array([2 ** 63 + 1], np.uint64))

@@ -14,14 +14,17 @@ INT64 = (-2**63, 2**63 - 1)     # what the compiled code computes sizes and ints
 INTEGERS = (int, np.integer, np.bool_)      # values that may give a size: part of the key
 
 
-def bind(sdfg, args, written=()):
+def bind(sdfg, args, written=(), writes=None):
     """(int64 array of symbol values, {argument name: ndarray}) for one call; the symbol
     values end with the two segment bounds of checkpointed loops (zero here).
 
     Arrays are passed as they are (no copy), so those named in ``written`` (the ones
     the entry writes) must be writable; float scalars become fresh 1-element arrays.
-    Raises ArgumentError naming the argument on any mismatch.
+    ``writes`` (default: ``written``): the arrays the kernel writes, which must have
+    their declared dtype (an integer array of another one is passed as a copy only when
+    the kernel just reads it). Raises ArgumentError naming the argument on any mismatch.
     """
+    writes = written if writes is None else writes
     params = sdfg.arguments
     if len(args) != len(params):
         names = ", ".join(a.name for a in params)
@@ -30,7 +33,8 @@ def bind(sdfg, args, written=()):
     env, source, values = {}, {}, {}
     for p, v in zip(params, args):
         if p.kind == "array":
-            values[p.name] = _array(sdfg, p, v, env, source, p.name in written)
+            values[p.name] = _array(sdfg, p, v, env, source, p.name in written,
+                                    p.name in writes)
         elif p.kind == "float":
             values[p.name] = np.array([_float(p, v)])
         else:
@@ -60,11 +64,11 @@ def _float(p, v):
         raise ArgumentError(f"argument {p.name!r} = {v} is too large for a float64") from None
 
 
-def _array(sdfg, p, v, env, source, written):
+def _array(sdfg, p, v, env, source, written, writes):
     if not isinstance(v, np.ndarray):
         raise ArgumentError(f"argument {p.name!r} must be a NumPy array of {p.dtype}, got "
                             f"{type(v).__name__}")
-    if v.dtype != p.dtype and v.dtype.kind in "iu" and p.dtype.kind in "iu" and not written:
+    if v.dtype != p.dtype and v.dtype.kind in "iu" and p.dtype.kind in "iu" and not writes:
         v = _as_index_array(p, v)
     if v.dtype != p.dtype:
         raise ArgumentError(f"argument {p.name!r} has dtype {v.dtype}, the kernel expects "
@@ -174,9 +178,11 @@ class Binding:
     :func:`signature`: ``values`` gives theirs without the checks that the signature
     decides. ``memo`` keeps what callers derive from the sizes (buffer sizes, plans)."""
 
-    def __init__(self, sdfg, args):
+    def __init__(self, sdfg, args, writes=()):
+        """``writes``: the arrays the kernel writes (see ``bind``); whether they may be
+        read-only depends on the call (``writable``)."""
         self.sdfg = sdfg
-        self.syms, values = bind(sdfg, args)
+        self.syms, values = bind(sdfg, args, writes=writes)
         params = sdfg.arguments
         self.arrays = [(k, p.name) for k, p in enumerate(params) if p.kind == "array"]
         self.floats = [(k, p) for k, p in enumerate(params) if p.kind == "float"]
@@ -187,7 +193,7 @@ class Binding:
         self.read_only = {n for k, n in self.arrays if not args[k].flags.writeable}
         position = {s: j for j, s in enumerate(sdfg.symbols)}
         self.ranges = [(k, *(position[s] for s in value_range(n)))
-                       for k, n in self.arrays if args[k].dtype.kind == "i"
+                       for k, n in self.arrays if args[k].dtype.kind in "iu"
                        and all(s in position for s in value_range(n))]
         self.memo = {}
 
@@ -208,7 +214,7 @@ class Binding:
             syms = syms.copy()
             for k, low, high in self.ranges:
                 v = args[k]
-                syms[low], syms[high] = (int(v.min()), int(v.max())) if v.size else (0, -1)
+                syms[low], syms[high] = (_clip(v.min()), _clip(v.max())) if v.size else (0, -1)
         return syms, values
 
     def writable(self, names):
