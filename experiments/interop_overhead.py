@@ -12,7 +12,8 @@ those two engine calls. Times are the best over ``--rounds`` rounds of the mean 
 ``--calls`` calls, the variants taking turns within each round (so the machine's other
 load hits all of them); "over the engine's calls" subtracts the engine calls a variant
 makes (a jit-ed ``grad`` only ``vjp`` + pullback: XLA drops the forward whose outputs it
-does not use). A pure-JAX version of each kernel is timed for scale. Results:
+does not use). A pure-JAX version of each kernel is timed for scale, and the floors:
+the frameworks' own mechanisms around callbacks that do nothing. Results:
 experiments/results/interop.{json,md}.
 """
 import argparse
@@ -89,6 +90,7 @@ def variants(k, pure):
     vgj = jax.jit(jax.value_and_grad(loss, argnums=(0, 1)))
     ge = jax.grad(loss, argnums=(0, 1))
     pj, pg = jax.jit(pure), jax.jit(jax.grad(pure_loss, argnums=(0, 1)))
+    pge = jax.grad(pure_loss, argnums=(0, 1))
     block = jax.block_until_ready
     work = x.copy()
     out = {
@@ -101,6 +103,7 @@ def variants(k, pure):
         "jax jit value_and_grad": lambda: block(vgj(xj, aj)),
         "pure jax jit forward": lambda: block(pj(xj, aj)),
         "pure jax jit grad": lambda: block(pg(xj, aj)),
+        "pure jax eager grad": lambda: block(pge(xj, aj)),
     }
     if torch is not None:
         t = to_torch(k)
@@ -116,11 +119,49 @@ def variants(k, pure):
     return out
 
 
+def floors():
+    """What the frameworks' own mechanisms cost around a callback that does nothing: a
+    JAX primitive lowered through ``emit_python_callback`` (as to_jax's), jit-ed, with two
+    operands and a scalar result; a ``torch.autograd.Function`` forward and
+    forward+backward returning a number."""
+    from jax.extend.core import Primitive
+    from jax.interpreters import mlir
+    empty = Primitive("interop_overhead_empty")
+    empty.multiple_results = True
+    empty.def_abstract_eval(lambda *avals: [jax.core.ShapedArray((), np.float64)])
+
+    def lower(ctx, *args):
+        results, _, _ = mlir.emit_python_callback(
+            ctx, lambda *a: (np.zeros(()),), None, list(args), ctx.avals_in, ctx.avals_out,
+            has_side_effect=False, returns_token=False)
+        return results
+    mlir.register_lowering(empty, lower)
+    xj, aj = jnp.linspace(0.5, 1.0, 8), jnp.asarray(0.3)
+    fj = jax.jit(lambda x, a: empty.bind(x, a)[0])
+    out = {"jax jit, empty callback": lambda: jax.block_until_ready(fj(xj, aj))}
+    if torch is not None:
+        class Empty(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, a):
+                return torch.from_numpy(np.zeros(()))
+
+            @staticmethod
+            def backward(ctx, g):
+                return torch.from_numpy(np.zeros(8)), torch.from_numpy(np.zeros(()))
+        xt, at = torch.linspace(0.5, 1.0, 8, dtype=torch.float64), torch.tensor(0.3).double()
+
+        def empty_grad():
+            xg, ag = xt.clone().requires_grad_(), at.clone().requires_grad_()
+            Empty.apply(xg, ag).backward()
+        out["torch Function forward, empty"] = lambda: Empty.apply(xt, at)
+        out["torch Function forward+backward, empty"] = empty_grad
+    return out
+
+
 def measure(fns, rounds, calls):
     """{clock: {name: microseconds per call}}: best over rounds of the mean over ``calls``,
-    in wall time and in this process's CPU time (all its threads: XLA calls the engine
-    from one of its own). On a machine shared with other jobs the wall time also holds
-    the waits for a core, each thread handoff (XLA's) meeting one; the CPU time does not."""
+    in wall time and in this process's CPU time (all its threads). On a machine shared
+    with other jobs the wall time also holds the waits for a core; the CPU time does not."""
     best = {"wall": {n: np.inf for n in fns}, "cpu": {n: np.inf for n in fns}}
     for fn in fns.values():
         fn()                                   # compile and warm up
@@ -162,7 +203,9 @@ def report(rows, info, args):
              "latter, XLA dropping the unused forward).", "", "## Machine", ""]
     lines += [f"- {k}: {v}" for k, v in info.items()]
     for name, row in rows.items():
-        lines += ["", f"## {name} (8 elements)", "",
+        title = "what the frameworks' own mechanisms cost (empty callbacks)" \
+            if name == "floors" else f"{name} (8 elements)"
+        lines += ["", f"## {title}", "",
                   "| call | wall us | over the engine | CPU us | over the engine |",
                   "|---|---|---|---|---|"]
         for what in row["wall"]:
@@ -191,6 +234,11 @@ def main():
         for what in times["wall"]:
             print(f"{name:10s} {what:26s} wall {times['wall'][what]:9.1f} us  "
                   f"cpu {times['cpu'][what]:9.1f} us", flush=True)
+    times = measure(floors(), args.rounds, args.calls)
+    rows["floors"] = {**times, "wall overhead": {}, "cpu overhead": {}}
+    for what in times["wall"]:
+        print(f"{'floors':10s} {what:38s} wall {times['wall'][what]:9.1f} us  "
+              f"cpu {times['cpu'][what]:9.1f} us", flush=True)
     info["load_average_at_end"] = load_average()
     report(rows, info, args)
 

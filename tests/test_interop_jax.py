@@ -196,6 +196,19 @@ def test_jit_vmap_grad_together():
         np.testing.assert_allclose(gc[i], back["c"], rtol=1e-13)
 
 
+def test_vmap_over_a_float_and_forward_mode_of_a_batch():
+    u = jnp.asarray(np.sin(np.linspace(0.0, 2.0, 10)))
+    cs = jnp.asarray([0.1, 0.2, 0.3])
+    f = to_jax(step_and_energy)
+    energies = jax.vmap(lambda c: f(u, c)[1])(cs)
+    for c, e in zip(cs, energies):
+        assert float(e) == step_and_energy(np.asarray(u), float(c))[1]
+    _, dots = jax.jvp(lambda c: jax.vmap(lambda ci: f(u, ci)[1])(c), (cs,), (jnp.ones(3),))
+    for c, d in zip(cs, dots):
+        _, want = jvp(step_and_energy, (np.asarray(u), float(c)), {"c": 1.0})
+        np.testing.assert_allclose(d, want["return"][1], rtol=1e-13)
+
+
 # ---- errors ----------------------------------------------------------------------------------
 def test_errors_name_the_argument():
     f = to_jax(jacobi1d)
