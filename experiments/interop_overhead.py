@@ -4,15 +4,15 @@ there is.
 
     python experiments/interop_overhead.py [--rounds 7] [--calls 400]
 
-For each kernel: the engine's own calls (forward ``k(x, a)``; ``vjp`` + pullback, the
-reverse sweep a framework's gradient runs), then the same through ``to_jax`` (eager and
-``jax.jit``-ed) and ``to_torch`` (where PyTorch is installed). A framework's gradient runs
-the forward and then ``vjp`` + pullback, so its overhead is measured against the sum of
-those two engine calls. Times are the best over ``--rounds`` rounds of the mean over
-``--calls`` calls, the variants taking turns within each round (so the machine's other
+For each kernel: the engine's own calls (forward ``k(x, a)``; ``value_and_grad``, the
+differentiated call a framework's gradient runs), then the same through ``to_jax``
+(eager and ``jax.jit``-ed) and ``to_torch`` (where PyTorch is installed). A framework's
+gradient runs the forward and then that call, so its overhead is measured against the
+sum of the two. Times are the best over ``--rounds`` rounds of the mean over ``--calls``
+calls, the variants taking turns within each round (so the machine's other
 load hits all of them); "over the engine's calls" subtracts the engine calls a variant
-makes (a jit-ed ``grad`` only ``vjp`` + pullback: XLA drops the forward whose outputs it
-does not use). A pure-JAX version of each kernel is timed for scale, and the floors:
+makes (a jit-ed ``grad`` only the differentiated call: XLA drops the forward whose outputs
+it does not use). A pure-JAX version of each kernel is timed for scale, and the floors:
 the frameworks' own mechanisms around callbacks that do nothing. Results:
 experiments/results/interop.{json,md}.
 """
@@ -31,7 +31,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
 import adjoint  # noqa: E402
-from adjoint import float64, kernel, symbol, vjp  # noqa: E402
+from adjoint import float64, kernel, symbol, value_and_grad  # noqa: E402
 from adjoint.interop.jax import to_jax  # noqa: E402
 from experiments.bench_timing import load_average, machine  # noqa: E402
 
@@ -85,22 +85,24 @@ def variants(k, pure):
     loss = (lambda x, a: f(x, a)[0]) if k.__name__ == "tiny_step" else f
     pure_loss = (lambda x, a: pure(x, a)[0]) if k.__name__ == "tiny_step" else pure
     written = k.__name__ == "tiny_step"
-    cot = {"return": 1.0, **({"x": np.zeros(8)} if written else {})}
+    vg = value_and_grad(k, wrt=("x", "a"))
     fj, gj = jax.jit(f), jax.jit(jax.grad(loss, argnums=(0, 1)))
     vgj = jax.jit(jax.value_and_grad(loss, argnums=(0, 1)))
     ge = jax.grad(loss, argnums=(0, 1))
     pj, pg = jax.jit(pure), jax.jit(jax.grad(pure_loss, argnums=(0, 1)))
     pge = jax.grad(pure_loss, argnums=(0, 1))
+    rj = raw_callback(k, a)
     block = jax.block_until_ready
     work = x.copy()
     out = {
         "engine forward": lambda: k(work, a),
-        "engine vjp+pullback": lambda: vjp(k, x, a)[1](cot),
+        "engine value_and_grad": lambda: vg(x, a),
         "jax eager forward": lambda: block(f(xj, aj)),
         "jax jit forward": lambda: block(fj(xj, aj)),
         "jax eager grad": lambda: block(ge(xj, aj)),
         "jax jit grad": lambda: block(gj(xj, aj)),
         "jax jit value_and_grad": lambda: block(vgj(xj, aj)),
+        "jax jit, callback calling the kernel": lambda: block(rj(xj)),
         "pure jax jit forward": lambda: block(pj(xj, aj)),
         "pure jax jit grad": lambda: block(pg(xj, aj)),
         "pure jax eager grad": lambda: block(pge(xj, aj)),
@@ -117,6 +119,28 @@ def variants(k, pure):
         out["torch forward"] = lambda: t(xt, at)
         out["torch forward+backward"] = torch_grad
     return out
+
+
+def raw_callback(k, a):
+    """A jit-ed JAX function whose callback calls ``k(x, a)`` directly (none of the
+    interop's handling), returning its number: how much of the cost is XLA's callback
+    path with the engine inside it."""
+    from jax.extend.core import Primitive
+    from jax.interpreters import mlir
+    raw = Primitive(f"interop_overhead_raw_{k.__name__}")
+    raw.multiple_results = True
+    raw.def_abstract_eval(lambda *avals: [jax.core.ShapedArray((), np.float64)])
+
+    def lower(ctx, *args):
+        def call(x):
+            value = k(np.array(x), a)
+            return (np.asarray(value if np.ndim(value) == 0 else value[0]),)
+        results, _, _ = mlir.emit_python_callback(
+            ctx, call, None, list(args), ctx.avals_in, ctx.avals_out,
+            has_side_effect=False, returns_token=False)
+        return results
+    mlir.register_lowering(raw, lower)
+    return jax.jit(lambda x: raw.bind(x)[0])
 
 
 def floors():
@@ -179,10 +203,12 @@ def measure(fns, rounds, calls):
 
 def overheads(t):
     """Wrapper time minus what it runs in the engine, per wrapper variant. A jit-ed
-    ``grad`` runs only ``vjp`` + pullback: XLA drops the forward, whose outputs it does
-    not use; ``value_and_grad``, and ``grad`` outside ``jit``, run both."""
-    fwd, back = t["engine forward"], t["engine vjp+pullback"]
-    out = {"jax eager forward": t["jax eager forward"] - fwd,
+    ``grad`` runs only the differentiated call: XLA drops the forward, whose outputs it
+    does not use; ``value_and_grad``, and ``grad`` outside ``jit``, run both."""
+    fwd, back = t["engine forward"], t["engine value_and_grad"]
+    raw = "jax jit, callback calling the kernel"
+    out = {raw: t[raw] - fwd,
+           "jax eager forward": t["jax eager forward"] - fwd,
            "jax jit forward": t["jax jit forward"] - fwd,
            "jax eager grad": t["jax eager grad"] - fwd - back,
            "jax jit grad": t["jax jit grad"] - back,
@@ -199,8 +225,8 @@ def report(rows, info, args):
              f"--calls {args.calls}`: microseconds per call, best over rounds of the mean "
              "over the calls, every variant taking turns in each round; wall time and the "
              "process's CPU time (all threads). \"Over the engine\" subtracts the engine "
-             "calls the variant makes (forward; vjp + pullback; a jit-ed grad only the "
-             "latter, XLA dropping the unused forward).", "", "## Machine", ""]
+             "calls the variant makes (forward; value_and_grad's differentiated call; a "
+             "jit-ed grad only the latter, XLA dropping the unused forward).", "", "## Machine", ""]
     lines += [f"- {k}: {v}" for k, v in info.items()]
     for name, row in rows.items():
         title = "what the frameworks' own mechanisms cost (empty callbacks)" \

@@ -11,7 +11,8 @@ from jax.test_util import check_grads  # noqa: E402
 
 from adjoint import ArgumentError, float64, grad, int64, jvp, kernel, symbol, vjp  # noqa: E402
 from adjoint.interop.jax import to_jax  # noqa: E402
-from corpus import jacobi1d, make_jacobi1d, make_roughness, make_wave1d, roughness, wave1d  # noqa: E402,E501
+from corpus import (jacobi1d, make_jacobi1d, make_roughness, make_wave1d,  # noqa: E402
+                    roughness, wave1d)
 from kernel_testing import copy_args, rng_for, run_reference  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
@@ -128,7 +129,8 @@ def test_gradients_are_the_engines():
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-13, atol=1e-15)
     direction = [np.ones_like(args[0]), np.zeros_like(args[1]), np.zeros_like(args[2]), 1.0]
-    _, dots = jax.jvp(f, jnp_args(args), tuple(jnp_args(direction)) + (np.zeros((), jax.dtypes.float0),))
+    no_tangent = np.zeros((), jax.dtypes.float0)                  # for the int T
+    _, dots = jax.jvp(f, jnp_args(args), tuple(jnp_args(direction)) + (no_tangent,))
     _, want_dots = jvp(wave1d, copy_args(args), dict(zip(("up", "u", "un", "c2"), direction)))
     np.testing.assert_allclose(dots[0], want_dots["return"], rtol=1e-13)
     for d, n in zip(dots[1:], ("up", "u", "un")):
