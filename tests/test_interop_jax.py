@@ -11,7 +11,8 @@ from jax.test_util import check_grads  # noqa: E402
 
 from adjoint import ArgumentError, float64, grad, int64, jvp, kernel, symbol, vjp  # noqa: E402
 from adjoint.interop.jax import to_jax  # noqa: E402
-from corpus import jacobi1d, make_jacobi1d, make_roughness, make_wave1d, roughness, wave1d  # noqa: E402,E501
+from corpus import (jacobi1d, make_jacobi1d, make_roughness, make_wave1d,  # noqa: E402
+                    roughness, wave1d)
 from kernel_testing import copy_args, rng_for, run_reference  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
@@ -128,7 +129,8 @@ def test_gradients_are_the_engines():
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-13, atol=1e-15)
     direction = [np.ones_like(args[0]), np.zeros_like(args[1]), np.zeros_like(args[2]), 1.0]
-    _, dots = jax.jvp(f, jnp_args(args), tuple(jnp_args(direction)) + (np.zeros((), jax.dtypes.float0),))
+    no_tangent = np.zeros((), jax.dtypes.float0)                  # for the int T
+    _, dots = jax.jvp(f, jnp_args(args), tuple(jnp_args(direction)) + (no_tangent,))
     _, want_dots = jvp(wave1d, copy_args(args), dict(zip(("up", "u", "un", "c2"), direction)))
     np.testing.assert_allclose(dots[0], want_dots["return"], rtol=1e-13)
     for d, n in zip(dots[1:], ("up", "u", "un")):
@@ -194,6 +196,19 @@ def test_jit_vmap_grad_together():
         back = pullback({"return": (np.zeros(10), 1.0)})
         np.testing.assert_allclose(gu[i], back["u"], rtol=1e-13)
         np.testing.assert_allclose(gc[i], back["c"], rtol=1e-13)
+
+
+def test_vmap_over_a_float_and_forward_mode_of_a_batch():
+    u = jnp.asarray(np.sin(np.linspace(0.0, 2.0, 10)))
+    cs = jnp.asarray([0.1, 0.2, 0.3])
+    f = to_jax(step_and_energy)
+    energies = jax.vmap(lambda c: f(u, c)[1])(cs)
+    for c, e in zip(cs, energies):
+        assert float(e) == step_and_energy(np.asarray(u), float(c))[1]
+    _, dots = jax.jvp(lambda c: jax.vmap(lambda ci: f(u, ci)[1])(c), (cs,), (jnp.ones(3),))
+    for c, d in zip(cs, dots):
+        _, want = jvp(step_and_energy, (np.asarray(u), float(c)), {"c": 1.0})
+        np.testing.assert_allclose(d, want["return"][1], rtol=1e-13)
 
 
 # ---- errors ----------------------------------------------------------------------------------

@@ -9,7 +9,8 @@ torch = pytest.importorskip("torch")
 
 from adjoint import ArgumentError, float64, grad, kernel, symbol  # noqa: E402
 from adjoint.interop.torch import to_torch  # noqa: E402
-from corpus import jacobi1d, make_jacobi1d, make_roughness, make_wave1d, roughness, wave1d  # noqa: E402,E501
+from corpus import (jacobi1d, make_jacobi1d, make_roughness, make_wave1d,  # noqa: E402
+                    roughness, wave1d)
 from kernel_testing import copy_args, rng_for, run_reference  # noqa: E402
 
 N = symbol("N")

@@ -6,13 +6,15 @@ differentiates, traces or batches) and the rest as Python values fixed for the c
 (*statics*: Python ints, and in PyTorch also plain floats). The kernel's outputs, in
 order, are its returned value(s) and then the final values of the arrays it writes, in
 argument order; a call never writes what it is given (the forward writes copies, and
-``vjp``/``jvp`` copy anyway). Forward, tangent and adjoint are the engine's own calls:
-the kernel, :func:`adjoint.jvp` and :func:`adjoint.vjp` with its pullback."""
+``jvp`` and the reverse sweep copy anyway). Forward, tangent and adjoint are the engine's
+own calls: the kernel, :func:`adjoint.jvp`, and the forward and reverse sweep that
+:func:`adjoint.vjp` and its pullback run (run once)."""
 import numpy as np
 
-from ..api import jvp, kernel, vjp
+from ..api import jvp, kernel
 from ..errors import ArgumentError
 from ..runtime.arguments import bind
+from ..sweep import Sweep
 
 
 class Call:
@@ -34,7 +36,6 @@ class Call:
         self.floating = [p for p in self.operands if self.names[p] in spec.floating]
         self.written = [self.names.index(n) for n in spec.written_arrays]
         self.returns = list(sdfg.returns)
-        self.scalar_returns = [sdfg.containers[n].is_scalar for n in self.returns]
         if not self.returns and not self.written:
             raise ArgumentError(f"{k.__name__}() returns nothing and writes no argument: "
                                 "called as a function it would give nothing")
@@ -53,9 +54,10 @@ class Call:
             return (), np.dtype(np.float64)
         depends = sorted(traced & {s.name for e in c.shape for s in e.free_symbols})
         if depends:
+            which = "them" if len(depends) > 1 else "it"
             raise ArgumentError(f"{self.kernel.__name__}() returns an array whose shape depends "
-                                f"on {', '.join(depends)}: pass {'them' if len(depends) > 1 else 'it'} "
-                                "as a Python int (static), not as a traced value")
+                                f"on {', '.join(depends)}: pass {which} as a Python int "
+                                "(static), not as a traced value")
         return tuple(self.spec._at(c.shape, syms)), np.dtype(c.dtype)
 
     # ---- arguments and outputs ------------------------------------------------------------
@@ -108,16 +110,21 @@ class Call:
 
     def adjoint(self, operands, cotangents):
         """The floating operands' cotangents (numbers for floats, arrays of the operands'
-        shapes) for ``cotangents`` of the flat outputs."""
-        _, pullback = vjp(self.kernel, *self.arguments(operands), **self.options)
-        n = len(self.returns)
-        parts = [float(ct) if scalar else np.asarray(ct)
-                 for scalar, ct in zip(self.scalar_returns, cotangents[:n])]
-        given = {self.names[p]: np.asarray(ct) for p, ct in zip(self.written, cotangents[n:])}
-        if n:
-            given["return"] = parts[0] if n == 1 else tuple(parts)
-        back = pullback(given)
-        return [back[self.names[p]] for p in self.floating]
+        shapes) for ``cotangents`` of the flat outputs: the sweep ``vjp`` runs, but run
+        once (as ``value_and_grad`` runs it), so nothing is copied for a second pullback
+        (``vjp`` copies its outputs, the arguments its pullback reads and, per pullback,
+        the written state)."""
+        args = self.arguments(operands)
+        spec = self.kernel.specialize(args)
+        backward = spec.backward(spec.floating, set(spec.written_arrays) | set(self.returns))
+        sweep = Sweep(spec, backward, args, budget=self.options.get("memory_budget"),
+                      policy=self.options.get("policy"),
+                      snapshots=self.options.get("snapshots"))
+        spec.last_sweep = sweep                     # for explain()
+        wanted = [self.names[p] for p in self.floating]
+        seeds = dict(zip(self.returns + [self.names[p] for p in self.written], cotangents))
+        back = sweep.reverse(seeds, wanted=wanted)
+        return [back[n] for n in wanted]
 
 
 def _number_or_array(value, kind):

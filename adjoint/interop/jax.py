@@ -2,19 +2,19 @@
 
     f = to_jax(smooth)                        # smooth(A: float64[N, N], T: int) -> float
     loss, A_final = f(A, 50)                  # smooth writes A: it becomes an output
-    jax.grad(lambda A: f(A, 50)[0])(A)        # the engine's adjoint (vjp + pullback)
+    jax.grad(lambda A: f(A, 50)[0])(A)        # the engine's adjoint (reverse sweep)
     jax.jvp(lambda A: f(A, 50), (A,), (dA,))  # the engine's tangent kernel (jvp)
     jax.jit(f), jax.vmap(f, in_axes=(0, None))
 
 Each call is one JAX primitive, ``adjoint_kernel``, in three modes that carry their rules
 side by side (JAX's own way of defining an operation): ``forward`` (the kernel), whose JVP
 rule is ``tangent`` (the tangent kernel, linear in the tangents), whose transpose is
-``adjoint`` (the pullback of :func:`adjoint.vjp`). So ``jax.jvp`` runs the tangent kernel,
-and ``jax.grad``/``jax.vjp``/``jax.linearize`` transpose it into the adjoint, on one and
-the same function. ``jax.custom_vjp`` would have lost ``jax.jvp`` (JAX allows one of the
-two on a function) and ``jax.custom_jvp`` would ask JAX to transpose a callback, which it
-cannot; ``jax.custom_derivatives.linear_call`` pairs a linear call with its transpose but
-has no batching rule, so ``vmap(grad(f))`` failed.
+``adjoint`` (the reverse sweep of :func:`adjoint.vjp`, run once). So ``jax.jvp`` runs the
+tangent kernel, and ``jax.grad``/``jax.vjp``/``jax.linearize`` transpose it into the
+adjoint, on one and the same function. ``jax.custom_vjp`` would have lost ``jax.jvp``
+(JAX allows one of the two on a function) and ``jax.custom_jvp`` would ask JAX to
+transpose a callback, which it cannot; ``jax.custom_derivatives.linear_call`` pairs a
+linear call with its transpose but has no batching rule, so ``vmap(grad(f))`` failed.
 
 How the engine is reached: through ``jax.interpreters.mlir.emit_python_callback``, the XLA
 FFI call into Python that ``jax.pure_callback`` is built on, not through
@@ -32,10 +32,10 @@ operands) and binds the same primitive; the callback loops over the leading axes
 kernel call per batch element (nested ``vmap`` adds leading axes).
 
 Arguments: arrays (JAX or NumPy) and floats are operands (floats as 0-d arrays, so they
-are differentiable); Python ints are static (their values part of the compiled call, so a
-new value under ``jit`` retraces only where passed through ``static_argnums``); traced
-integers (0-d integer arrays, what ``jit`` makes of a Python int) are operands given to
-the kernel as ints. A returned array whose shape depends on an int needs it static.
+are differentiable); Python ints are static, their values part of the call (outside
+``jit`` each new value compiles its own small XLA wrapper once; a jit-ed function gets
+its int arguments traced unless they are ``static_argnums``); traced integers (0-d
+integer arrays) are operands given to the kernel as ints. A returned array whose shape depends on an int needs it static.
 Kernels on float64 arrays need ``jax.config.update("jax_enable_x64", True)``.
 Second derivatives (``jax.hessian``) are not available: the tangent and adjoint kernels
 are not differentiated again.
@@ -65,7 +65,7 @@ def to_jax(k, memory_budget=None, policy=None, snapshots=None):
     It returns what ``k`` returns when ``k`` writes no argument, else the tuple
     ``(return value, *final values of the written arrays in argument order)`` (without
     the first element when ``k`` returns nothing). ``memory_budget``, ``policy`` and
-    ``snapshots`` are :func:`adjoint.vjp`'s, for reverse mode."""
+    ``snapshots`` are :func:`adjoint.value_and_grad`'s, for reverse mode."""
     k = kernel(k)
     options = dict(memory_budget=memory_budget, policy=policy, snapshots=snapshots)
     calls = {}

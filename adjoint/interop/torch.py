@@ -5,9 +5,9 @@
     loss.backward()                           # A.grad from the engine's adjoint
 
 One ``torch.autograd.Function`` per call: ``forward`` runs the compiled kernel on copies
-of the tensors it writes, ``backward`` the engine's adjoint (:func:`adjoint.vjp` and its
-pullback, at the inputs saved by ``forward``; PyTorch's version counters refuse the
-backward if they were changed in place since), and ``jvp`` (forward-mode AD,
+of the tensors it writes, ``backward`` the engine's adjoint (the reverse sweep of
+:func:`adjoint.vjp`, run once, at the inputs saved by ``forward``; PyTorch's version
+counters refuse the backward if they were changed in place since), and ``jvp`` (forward-mode AD,
 ``torch.autograd.forward_ad``) the tangent kernel (:func:`adjoint.jvp`). It returns what
 ``to_jax`` returns: the kernel's return value when it writes no argument, else
 ``(return value, *final values of the written arrays in argument order)``, without the
@@ -39,7 +39,7 @@ from .calls import Call
 def to_torch(k, device="cpu", memory_budget=None, policy=None, snapshots=None):
     """A function of tensors that runs the compiled ``k`` with PyTorch autograd through
     the engine's adjoint (and forward-mode AD through its tangent kernel).
-    ``memory_budget``, ``policy`` and ``snapshots`` are :func:`adjoint.vjp`'s."""
+    ``memory_budget``, ``policy`` and ``snapshots`` are :func:`adjoint.value_and_grad`'s."""
     k = kernel(k)
     device = torch.device(device)
     options = dict(memory_budget=memory_budget, policy=policy, snapshots=snapshots)
