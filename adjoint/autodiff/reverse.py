@@ -626,19 +626,20 @@ class _Reverser:
                 if body:
                     pending.append(MapScope(node.params, node.ranges, body, node.line))
             elif isinstance(node, LibraryNode):
-                restores = [self.restore(self.containers[n], node.line) for n in node.writes()
+                restores = [self.restore(self.containers[n], node.line)      # pops backwards
+                            for n in reversed(node.writes())
                             if self.recorded.pushes(node, Memlet(n))]
                 # the adjoint reads what the node wrote only before the restore undoes it
                 late = bool(set(node.reverse_reads(self.active)) & set(node.writes()))
                 if late:
-                    pending += self.library(node)
+                    pending += self.library_rule(node)
                 if restores:
                     if pending:
                         elements.append(State(tuple(pending), state.label))
                         pending = []
                     elements += restores
                 if not late:
-                    pending += self.library(node)
+                    pending += self.library_rule(node)
             else:
                 pending += self.tasklet(node)
         if pending:
@@ -650,7 +651,7 @@ class _Reverser:
         pops = every_element(container, lambda m: (Pop(m, line),), line)
         return self._map_as_loops(pops[0]) if isinstance(pops[0], MapScope) else State(pops)
 
-    def library(self, node):
+    def library_rule(self, node):
         """A library node's reverse rule (its ``vjp``), then the adjoints of what it
         assigned set to zero (the values before it did not reach its outputs)."""
         if not any(n in self.active for n in node.writes()):
