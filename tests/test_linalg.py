@@ -85,6 +85,12 @@ def covariance_factor(X: float64[N, K]) -> float:
     return np.sum(L) + np.cov(X[0], ddof=0)
 
 
+@kernel
+def unannotated(A, b):                  # specialised on the call: A's sizes two symbols
+    A[:] = np.linalg.cholesky(A) + np.triu(A, 1)
+    return np.sum(np.linalg.solve(A, b) * b)
+
+
 def spd(rng, n):
     m = rng.standard_normal((n, n))
     return m @ m.T + n * np.eye(n)
@@ -104,11 +110,12 @@ def args_of(k, rng, n=5):
         "whitened": lambda: (spd(rng, n), rng.standard_normal((n, 2))),
         "covariance": lambda: (rng.standard_normal((3, n + 2)),),
         "covariance_factor": lambda: (rng.standard_normal((n + 1, 3)),),
+        "unannotated": lambda: (spd(rng, n), rng.standard_normal((n, 2))),
     }[k.__name__]()
 
 
 KERNELS = [factor_norms, factor_in_place, factor_of_gram, solve_vector, solve_matrix, inverse,
-           steps, whitened, covariance, covariance_factor]
+           steps, whitened, covariance, covariance_factor, unannotated]
 
 
 @pytest.fixture
