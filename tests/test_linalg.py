@@ -252,6 +252,17 @@ def test_nodes_and_text():
     assert kinds == [Cholesky, Solve, Solve]
 
 
+def test_factor_recorded_only_where_overwritten():
+    """The adjoint reads L as the node left it: at the top level nothing is recorded;
+    in a loop that factors again each step, L is (and the gradient is right: above)."""
+    A = spd(rng_for("record"), 4)
+    grad(factor_norms, "A")(A)
+    assert "recorded: nothing" in factor_norms.explain(A)
+    grad(steps, "A")(A, np.ones(4), 2)
+    recorded = steps.explain(A, np.ones(4), 2).split("recorded: ")[1].split("\n")[0]
+    assert "__cholesky" in recorded
+
+
 def test_covariance_is_array_code():
     """np.cov: means, one MatMul and a scaling; no library node of its own."""
     X = rng_for("cov").standard_normal((3, 5))

@@ -294,6 +294,8 @@ def _readers(body, containers, active, rerun=None):
     container, or None for a decision on data or a library node (its ``reverse_reads``),
     and the tasklets the reverse re-runs (``rerun``: id -> what they read, see remat)."""
     readers = {}
+    repeated = {node for node, context in walk(body)
+                if any(isinstance(r, LoopRegion) for r in context)}
     for node, key in _ordered(body):
         for name in (rerun or {}).get(node, ()):
             readers.setdefault(name, set()).add((node, key))
@@ -302,7 +304,10 @@ def _readers(body, containers, active, rerun=None):
                 readers.setdefault(name, set()).add((None, key))
         elif isinstance(node, LibraryNode):
             for name in node.reverse_reads(active):
-                readers.setdefault(name, set()).add((None, key))
+                # what it wrote itself it reads as it left it: after its write (no loop
+                # runs it again before its reverse), so that write needs no record
+                after = name in node.writes() and node not in repeated
+                readers.setdefault(name, set()).add((None, key + 0.5 if after else key))
         else:
             for name in _partial_reads(node, active):
                 readers.setdefault(name, set()).add((node, key))
