@@ -317,6 +317,14 @@ def test_errors_name_the_call():
                                                 r"supported: np.linalg.cholesky"):
         kernel(eigen)(np.eye(3))
 
+    def growing(A: float64[N, N]) -> float:
+        s = 0.0
+        for i in range(1, N):
+            s += np.sum(np.linalg.cholesky(A[:i, :i]))
+        return s
+    with pytest.raises(KernelSyntaxError, match="sizes are known on entry"):
+        kernel(growing)(np.eye(3))
+
     def two(x: float64[3], y: float64[3]) -> float:
         return np.sum(np.cov(x, y))
     with pytest.raises(KernelSyntaxError, match="np.cov of two arrays"):
