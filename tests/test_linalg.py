@@ -2,12 +2,15 @@
 forward against NumPy, gradients and tangents against central differences (matrix rules,
 no element-by-element expansion), LAPACK and the loops without it, failures naming the
 line."""
+from dataclasses import dataclass
+
 import numpy as np
 import pytest
 
 from adjoint import (KernelSyntaxError, LinAlgError, float64, grad, kernel, options,
                      symbol)
 from adjoint.library import Cholesky, Solve
+from adjoint.library import base as library_base
 from adjoint.sdfg.nodes import LibraryNode, walk
 from kernel_testing import (arg_names, assert_arrays_close, check_vjp_and_jvp, copy_args,
                             fd_gradient, rng_for)
@@ -85,6 +88,12 @@ def covariance_factor(X: float64[N, K]) -> float:
     return np.sum(L) + np.cov(X[0], ddof=0)
 
 
+@kernel
+def unannotated(A, b):                  # specialised on the call: A's sizes two symbols
+    A[:] = np.linalg.cholesky(A) + np.triu(A, 1)
+    return np.sum(np.linalg.solve(A, b) * b)
+
+
 def spd(rng, n):
     m = rng.standard_normal((n, n))
     return m @ m.T + n * np.eye(n)
@@ -104,11 +113,12 @@ def args_of(k, rng, n=5):
         "whitened": lambda: (spd(rng, n), rng.standard_normal((n, 2))),
         "covariance": lambda: (rng.standard_normal((3, n + 2)),),
         "covariance_factor": lambda: (rng.standard_normal((n + 1, 3)),),
+        "unannotated": lambda: (spd(rng, n), rng.standard_normal((n, 2))),
     }[k.__name__]()
 
 
 KERNELS = [factor_norms, factor_in_place, factor_of_gram, solve_vector, solve_matrix, inverse,
-           steps, whitened, covariance, covariance_factor]
+           steps, whitened, covariance, covariance_factor, unannotated]
 
 
 @pytest.fixture
@@ -245,6 +255,17 @@ def test_nodes_and_text():
     assert kinds == [Cholesky, Solve, Solve]
 
 
+def test_factor_recorded_only_where_overwritten():
+    """The adjoint reads L as the node left it: at the top level nothing is recorded;
+    in a loop that factors again each step, L is (and the gradient is right: above)."""
+    A = spd(rng_for("record"), 4)
+    grad(factor_norms, "A")(A)
+    assert "recorded: nothing" in factor_norms.explain(A)
+    grad(steps, "A")(A, np.ones(4), 2)
+    recorded = steps.explain(A, np.ones(4), 2).split("recorded: ")[1].split("\n")[0]
+    assert "__cholesky" in recorded
+
+
 def test_covariance_is_array_code():
     """np.cov: means, one MatMul and a scaling; no library node of its own."""
     X = rng_for("cov").standard_normal((3, 5))
@@ -299,7 +320,84 @@ def test_errors_name_the_call():
                                                 r"supported: np.linalg.cholesky"):
         kernel(eigen)(np.eye(3))
 
+    def growing(A: float64[N, N]) -> float:
+        s = 0.0
+        for i in range(1, N):
+            s += np.sum(np.linalg.cholesky(A[:i, :i]))
+        return s
+    with pytest.raises(KernelSyntaxError, match="sizes are known on entry"):
+        kernel(growing)(np.eye(3))
+
     def two(x: float64[3], y: float64[3]) -> float:
         return np.sum(np.cov(x, y))
     with pytest.raises(KernelSyntaxError, match="np.cov of two arrays"):
         kernel(two)(np.ones(3), np.ones(3))
+
+
+# ---- the protocol: a new kind is one class and one registry entry ------------------------------
+@dataclass(frozen=True, eq=False)
+class Transposed(LibraryNode):
+    """``out (+)= a.T`` of a (rows, cols) matrix: what a new kind writes, nothing else."""
+    out: str
+    a: str
+    dims: tuple
+    accumulate: bool = False
+    line: int = 0
+
+    kind = "transpose"
+
+    def accesses(self):
+        return ((self.a, "read"), (self.out, "sum" if self.accumulate else "write"))
+
+    def operands(self):
+        return ((self.a, self.dims), (self.out, self.dims[::-1]))
+
+    def text(self):
+        return f"{self.out} = {self.a}.T    [transpose]"
+
+    def work(self):
+        return self.dims
+
+    def reverse_reads(self, active):
+        return ()
+
+    def vjp(self, d):
+        return (Transposed(d.of(self.a), d.of(self.out), self.dims[::-1], True, self.line),) \
+            if d.has(self.a) else ()
+
+    def jvp(self, d):
+        return (Transposed(d.of(self.out), d.of(self.a), self.dims, line=self.line), self)
+
+    def emit(self, gen):
+        rows, cols = (gen.index.doprint(x) for x in self.dims)
+        op = "+=" if self.accumulate else "="
+        gen.emit(f"for (int64_t sc_i = 0; sc_i < {rows}; ++sc_i) for (int64_t sc_j = 0; "
+                 f"sc_j < {cols}; ++sc_j) {gen.pointer(self.out)}[sc_j * {rows} + sc_i] {op} "
+                 f"{gen.pointer(self.a)}[sc_i * {cols} + sc_j];")
+
+
+def _transposed_call(b, node, args):
+    from adjoint.frontend.array_calls import _required
+    from adjoint.frontend.array_stores import temporary
+    from adjoint.sdfg import State
+    value = b.expr(_required(b, node, args, "x"))
+    a = library_base.whole_operand(b, node, value, "np.linalg.matrix_transpose")
+    out = temporary(b, node, value.shape[::-1], "__transposed")
+    b.ex.prelude.append(State((Transposed(out.name, a.name, tuple(value.shape),
+                                          line=b.line(node)),)))
+    return b.container(out)
+
+
+def test_a_new_kind_is_one_class_and_a_registry_entry(monkeypatch):
+    """Nothing but the node and its NUMPY_LINALG entry: forward, gradient and tangent."""
+    from adjoint import library
+    monkeypatch.setitem(library.NUMPY_LINALG, "matrix_transpose", (_transposed_call, ("x",)))
+
+    def uses(A: float64[N, K], B: float64[N, K]) -> float:
+        return np.sum(np.sin(np.linalg.matrix_transpose(A)) @ B)
+    k = kernel(uses)
+    rng = rng_for("transposed")
+    args = (rng.standard_normal((4, 3)), rng.standard_normal((4, 3)))
+    assert k(*copy_args(args)) == pytest.approx(k.py_func(*args), rel=1e-12)
+    assert "[transpose]" in k.explain(*args)
+    check_vjp_and_jvp(k, k.py_func, args, rng)

@@ -296,6 +296,8 @@ def _readers(body, containers, active, rerun=None):
     container, or None for a decision on data or a library node (its ``reverse_reads``),
     and the tasklets the reverse re-runs (``rerun``: id -> what they read, see remat)."""
     readers = {}
+    repeated = {node for node, context in walk(body)
+                if any(isinstance(r, LoopRegion) for r in context)}
     for node, key in _ordered(body):
         for name in (rerun or {}).get(node, ()):
             readers.setdefault(name, set()).add((node, key))
@@ -304,7 +306,10 @@ def _readers(body, containers, active, rerun=None):
                 readers.setdefault(name, set()).add((None, key))
         elif isinstance(node, LibraryNode):
             for name in node.reverse_reads(active):
-                readers.setdefault(name, set()).add((None, key))
+                # what it wrote itself it reads as it left it: after its write (no loop
+                # runs it again before its reverse), so that write needs no record
+                after = name in node.writes() and node not in repeated
+                readers.setdefault(name, set()).add((None, key + 0.5 if after else key))
         else:
             for name in _partial_reads(node, active):
                 readers.setdefault(name, set()).add((node, key))
@@ -628,19 +633,20 @@ class _Reverser:
                 if body:
                     pending.append(MapScope(node.params, node.ranges, body, node.line))
             elif isinstance(node, LibraryNode):
-                restores = [self.restore(self.containers[n], node.line) for n in node.writes()
+                restores = [self.restore(self.containers[n], node.line)      # pops backwards
+                            for n in reversed(node.writes())
                             if self.recorded.pushes(node, Memlet(n))]
                 # the adjoint reads what the node wrote only before the restore undoes it
                 late = bool(set(node.reverse_reads(self.active)) & set(node.writes()))
                 if late:
-                    pending += self.library(node)
+                    pending += self.library_rule(node)
                 if restores:
                     if pending:
                         elements.append(State(tuple(pending), state.label))
                         pending = []
                     elements += restores
                 if not late:
-                    pending += self.library(node)
+                    pending += self.library_rule(node)
             else:
                 pending += self.tasklet(node)
         if pending:
@@ -652,7 +658,7 @@ class _Reverser:
         pops = every_element(container, lambda m: (Pop(m, line),), line)
         return self._map_as_loops(pops[0]) if isinstance(pops[0], MapScope) else State(pops)
 
-    def library(self, node):
+    def library_rule(self, node):
         """A library node's reverse rule (its ``vjp``), then the adjoints of what it
         assigned set to zero (the values before it did not reach its outputs)."""
         if not any(n in self.active for n in node.writes()):

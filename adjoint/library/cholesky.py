@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import sympy as sp
 
 from ..sdfg.nodes import LibraryNode
-from .base import elementwise, whole_operand
+from .base import elementwise, matrix, whole_operand
 from .matmul import MatMul
 from .trsm import Trsm
 
@@ -31,11 +31,14 @@ def _phi(i, j, x):
 
 @dataclass(frozen=True, eq=False)
 class Cholesky(LibraryNode):
-    """``out = cholesky(a)``: the lower factor of the n x n matrix ``a`` (zeros above)."""
+    """``out = cholesky(a)``: the lower factor of the n x n matrix ``a`` (zeros above).
+    ``a_dims``: a's (rows, cols) as declared where they are other symbols that the call
+    checks equal to n (a kernel specialised on its arguments' shapes)."""
     out: str
     a: str
     n: object
     line: int = 0
+    a_dims: tuple = None
 
     kind = "cholesky"
     failure = "np.linalg.cholesky: the matrix is not positive definite"
@@ -44,7 +47,7 @@ class Cholesky(LibraryNode):
         return ((self.a, "read"), (self.out, "write"))
 
     def operands(self):
-        return ((self.out, (self.n, self.n)), (self.a, (self.n, self.n)))
+        return ((self.out, (self.n, self.n)), (self.a, self.a_dims or (self.n, self.n)))
 
     def text(self):
         return f"{self.out} = cholesky({self.a})    [cholesky {self.n}]"
@@ -144,6 +147,6 @@ def call(b, node, args):
     b.agree(node, value.shape[0], value.shape[1], value.shape, value.shape, "matrix")
     n = value.shape[0]
     out = temporary(b, node, (n, n), "__cholesky")
-    b.ex.prelude.append(State((Cholesky(out.name, a.name, n, b.line(node)),),
+    b.ex.prelude.append(State((Cholesky(out.name, a.name, n, b.line(node), matrix(a.shape)),),
                               f"cholesky_{b.line(node)}"))
     return b.container(out)

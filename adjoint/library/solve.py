@@ -27,7 +27,9 @@ int64_t {1}(int, char, int64_t, int64_t, const double *, int64_t, const int64_t 
 @dataclass(frozen=True, eq=False)
 class Solve(LibraryNode):
     """``out = op(a)^{-1} @ b``: ``a`` n x n, ``b`` and ``out`` of ``shape`` (n,) or (n, k);
-    ``lu`` (n x n) and ``piv`` (n int64) hold the factorisation."""
+    ``lu`` (n x n) and ``piv`` (n int64) hold the factorisation. ``a_dims``, ``b_dims``:
+    the operands' (rows, cols) as declared where they are other symbols that the call
+    checks equal (a kernel specialised on its arguments' shapes)."""
     out: str
     a: str
     b: str
@@ -36,6 +38,8 @@ class Solve(LibraryNode):
     shape: tuple
     trans: bool = False
     line: int = 0
+    a_dims: tuple = None
+    b_dims: tuple = None
 
     kind = "solve"
     failure = "np.linalg.solve: the matrix is singular"
@@ -50,8 +54,8 @@ class Solve(LibraryNode):
 
     def operands(self):
         dims = matrix(self.shape)
-        return ((self.out, dims), (self.a, (self.n, self.n)), (self.b, dims),
-                (self.lu, (self.n, self.n)))
+        return ((self.out, dims), (self.a, self.a_dims or (self.n, self.n)),
+                (self.b, self.b_dims or dims), (self.lu, (self.n, self.n)))
 
     def invalid(self, containers):
         piv = containers[self.piv]
@@ -85,34 +89,34 @@ class Solve(LibraryNode):
         if d.has(self.a):           # op(a)bar -= w x^T: a's adjoint += (-w) x^T or x (-w)^T
             nodes.append(elementwise((w, vec), dims, lambda i, j, x: -x, [(w, vec)], line))
             left, right = (self.out, w) if self.trans else (w, self.out)
-            nodes.append(MatMul(d.of(self.a), (self.n, self.n), left, dims, right, dims,
-                                False, True, True, line))
+            nodes.append(MatMul(d.of(self.a), self.a_dims or (self.n, self.n), left, dims,
+                                right, dims, False, True, True, line))
         return tuple(nodes)
 
     def jvp(self, d):
         if not (d.has(self.a) or d.has(self.b)):
             return (self,)
-        rhs = d.of(self.b)
+        rhs, rhs_dims = d.of(self.b), self.b_dims
         dims, vec, line = matrix(self.shape), at(len(self.shape)), self.line
         nodes = [self]
         if d.has(self.a):           # r = db - op(da) x
-            rhs = d.scratch(f"{self.out}_r", self.shape)
-            nodes.append(MatMul(rhs, dims, d.of(self.a), (self.n, self.n), self.out, dims,
-                                self.trans, False, False, line))
+            rhs, rhs_dims = d.scratch(f"{self.out}_r", self.shape), None
+            nodes.append(MatMul(rhs, dims, d.of(self.a), self.a_dims or (self.n, self.n),
+                                self.out, dims, self.trans, False, False, line))
             if d.has(self.b):
                 nodes.append(elementwise((rhs, vec), dims, lambda i, j, r, db: db - r,
                                          [(rhs, vec), (d.of(self.b), vec)], line))
             else:
                 nodes.append(elementwise((rhs, vec), dims, lambda i, j, r: -r,
                                          [(rhs, vec)], line))
-        nodes.append(self._solve(d, d.of(self.out), rhs, self.trans, "t"))
+        nodes.append(self._solve(d, d.of(self.out), rhs, self.trans, "t", rhs_dims))
         return tuple(nodes)
 
-    def _solve(self, d, out, b, trans, tag):
+    def _solve(self, d, out, b, trans, tag, b_dims=None):
         """Another solve with a (its own factorisation buffers, named by ``tag``)."""
         lu = d.scratch(f"{self.out}_{tag}lu", (self.n, self.n))
         piv = d.scratch(f"{self.out}_{tag}piv", (self.n,), np.int64)
-        return Solve(out, self.a, b, lu, piv, self.shape, trans, self.line)
+        return Solve(out, self.a, b, lu, piv, self.shape, trans, self.line, self.a_dims, b_dims)
 
     # ---- code ---------------------------------------------------------------------------
     def prototypes(self, library):
@@ -192,7 +196,8 @@ def _node(b, node, a_value, b_value, what):
     piv = b.kernel.new_transient("__piv").name
     b.kernel.containers[piv] = Container(piv, np.dtype(np.int64), (n,), True)
     b.ex.prelude.append(State((Solve(out.name, a.name, rhs.name, lu.name, piv, shape,
-                                     line=b.line(node)),), f"solve_{b.line(node)}"))
+                                     line=b.line(node), a_dims=matrix(a.shape),
+                                     b_dims=matrix(rhs.shape)),), f"solve_{b.line(node)}"))
     return b.container(out)
 
 
