@@ -18,9 +18,12 @@ def register(cls):
     if not cls.name:
         raise ModelError(f"{cls.__qualname__} has no name; set name = '...'")
     other = _MODELS.get(cls.name)
-    if other is not None and other.__qualname__ != cls.__qualname__:
+    if other is not None and (other.__module__, other.__qualname__) != \
+            (cls.__module__, cls.__qualname__):
+        hint = " (one file imported under two names: import a model as " \
+               "simcore.models.<module>)" if other.__qualname__ == cls.__qualname__ else ""
         raise ModelError(f"two models named {cls.name!r}: {other.__module__}."
-                         f"{other.__qualname__} and {cls.__module__}.{cls.__qualname__}")
+                         f"{other.__qualname__} and {cls.__module__}.{cls.__qualname__}{hint}")
     _MODELS[cls.name] = cls
     return cls
 

@@ -7,8 +7,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from models import lorenz96
-from models.lorenz96_2scale import Lorenz96TwoScale, coupling, rk4
+from simcore.models import lorenz96
+from simcore.models.lorenz96_2scale import Lorenz96TwoScale, coupling, rk4
 
 
 def model(**overrides):

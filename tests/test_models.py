@@ -159,6 +159,17 @@ def test_two_models_cannot_share_a_name():
     assert simcore.model_class("seidel") is Seidel
 
 
+def test_a_model_file_imported_under_two_names_is_refused():
+    """``models.seidel`` next to ``simcore.models.seidel`` would register a second class
+    with its own kernels; the tasks would run the one, a caller inspect the other."""
+    from simcore.models.seidel import Seidel
+    twin = type(Seidel.__name__, (Seidel,), {"__module__": "models.seidel",
+                                              "__qualname__": Seidel.__qualname__})
+    with pytest.raises(ModelError, match="imported under two names"):
+        simcore.register(twin)
+    assert simcore.model_class("seidel") is Seidel
+
+
 # ---- a model declared here, with a scalar parameter, run without any YAML -------------------
 from dataclasses import dataclass  # noqa: E402
 
