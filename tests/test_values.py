@@ -516,6 +516,7 @@ def test_shapes_of_views_and_sums_of_shapes():
     def parts(x):
         U, V = x[:4], x[4:]
         assert V.shape[-1] == 2 * len(U), "V is twice U"
-        return U * V.reshape(V.shape[:-1] + (4, 2)).sum(-1) * U.size
+        pad = np.ones(2 * len(U) + 1)                 # a size, not a sum of shapes
+        return U * V.reshape(V.shape[:-1] + (4, 2)).sum(-1) * U.size + np.sum(pad[:4] * U)
     rng, (x,) = rng_args("shapes", 12)
     check(parts, (x,), rng)
