@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from numpy import tanh, zeros
 
-from adjoint import kernel, vjp
+from adjoint import grad, kernel, vjp
 from adjoint.errors import KernelSyntaxError
 import values_helpers
 from kernel_testing import check_vjp_and_jvp, fd_directional, inner, rng_for
@@ -155,6 +155,18 @@ def test_module_level_arrays_are_read_at_every_call():
         assert not np.allclose(first, k(x))
     finally:
         LV_R = saved
+
+
+def test_gradients_with_module_level_arrays():
+    """``grad`` differentiates the arguments; the hidden arrays are not among them."""
+    rng, (x,) = rng_args("lv grad", 4)
+    x = x * 0.3
+    k = kernel(lv_loss)
+    g = grad(k, "x")(x, 0.1)
+    d = rng.standard_normal(4)
+    want = fd_directional(lambda xs: lv_loss(*xs), (x, 0.1), {"x": 0}, {"x": d})
+    assert inner(g, d) == pytest.approx(want, rel=1e-7)
+    assert k.specialize((x, 0.1)).floating == ["x", "dt"]
 
 
 def writes_module_array(x):
@@ -520,3 +532,15 @@ def test_shapes_of_views_and_sums_of_shapes():
         return U * V.reshape(V.shape[:-1] + (4, 2)).sum(-1) * U.size + np.sum(pad[:4] * U)
     rng, (x,) = rng_args("shapes", 12)
     check(parts, (x,), rng)
+
+
+def early_return(x, mode=1):
+    if mode == 1:
+        return np.sum(x * x)            # what Python runs: the rest is never lowered
+    print("unreachable")
+    return 0.0
+
+
+def test_a_decided_branch_that_returns_ends_the_kernel():
+    rng, (x,) = rng_args("early", 5)
+    check(early_return, (x,), rng, bitwise=False)
