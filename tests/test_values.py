@@ -544,3 +544,12 @@ def early_return(x, mode=1):
 def test_a_decided_branch_that_returns_ends_the_kernel():
     rng, (x,) = rng_args("early", 5)
     check(early_return, (x,), rng, bitwise=False)
+
+
+def autonomous_step(x0, dt):
+    return rk4(lambda x, t: l96_dxdt(x), x0, np.nan, dt)     # t is never needed
+
+
+def test_arguments_no_one_reads_are_not_evaluated():
+    rng, (x,) = rng_args("autonomous", 8)
+    check(autonomous_step, (x, 0.01), rng)
