@@ -78,7 +78,7 @@ class Kernel:
             types[name] = type_of_value(name[2:], value, what=f"the array {label}")
         key = (target(),) + tuple((n, _type_key(t)) for n, t in types.items()) + \
             tuple((n, "=", type(v).__name__, repr(v)) for n, v in defaults.items()) + \
-            tuple((n, "function", id(v)) for n, v in functions.items())
+            tuple((n, "function", v) for n, v in functions.items())   # held: no id reuse
         if key not in self._specs:
             if self._source is None:
                 func = self.__wrapped__
@@ -96,7 +96,7 @@ class Kernel:
     def _hidden(self, functions):
         """[(hidden argument, label, getter)] of the arrays from outside that the kernel,
         called with the function values ``functions``, reads (found once per functions)."""
-        key = tuple(id(f) for f in functions.values())
+        key = tuple(functions.values())
         if key not in self._outside:
             check_parameters(self.__wrapped__)
             self._outside[key] = _hidden_names(hidden_arrays(self.__wrapped__, _tree,
