@@ -45,7 +45,7 @@ from .array_stores import store, tasklet_body, temporary
 from .expressions import DataValue, ExpressionBuilder, IntValue
 from .locals import classify_locals, is_integer_expression
 from .outside import MATH_NAME, NUMPY_NAME, as_library_calls, bind_arrays, \
-    function_value, library_function
+    function_value, integer_names, library_function
 from .source import function_tree, is_registered, read_source, register_source
 
 FLOAT64 = np.dtype(np.float64)
@@ -219,7 +219,8 @@ def returns_integer(kernel, call, k):
     func = func.__wrapped__ if hasattr(func, "py_func") else func
     if not _plain_function(func):
         return False
-    tree = read_source(func).tree
+    src = read_source(func)
+    tree = src.tree
     last = tree.body[-1] if tree.body else None
     if not isinstance(last, ast.Return) or last.value is None:
         return False
@@ -234,8 +235,9 @@ def returns_integer(kernel, call, k):
     depth[0] += 1
     try:
         asks = lambda c, j: returns_integer(kernel, c, j)       # noqa: E731
-        ints, _ = classify_locals(tree, set(), {a.arg for a in tree.args.args}, asks)
-        return is_integer_expression(value, ints, asks)
+        outer = integer_names(src)
+        ints, _ = classify_locals(tree, outer, {a.arg for a in tree.args.args}, asks)
+        return is_integer_expression(value, ints | outer, asks)
     finally:
         depth[0] -= 1
 
@@ -617,7 +619,7 @@ class _Inliner:
         try:
             k.src, k.scope, k.returning = src, scope, returning
             int_names = {n for n, v in scope.items() if isinstance(v, IntValue)}
-            ints, floats = classify_locals(src.tree, int_names, set(scope),
+            ints, floats = classify_locals(src.tree, int_names | integer_names(src), set(scope),
                                            lambda c, j: returns_integer(k, c, j))
             k.int_locals = set(k.int_locals) | ints
             for local in floats:
