@@ -553,3 +553,17 @@ def autonomous_step(x0, dt):
 def test_arguments_no_one_reads_are_not_evaluated():
     rng, (x,) = rng_args("autonomous", 8)
     check(autonomous_step, (x, 0.01), rng)
+
+
+class FloatSize:
+    n = 2.5
+
+    def head(self, x):
+        return np.sum(x[:self.n])
+
+
+def test_messages_name_what_comes_from_outside():
+    with pytest.raises(KernelSyntaxError, match="'self.n' is the float 2.5 from outside") \
+            as info:
+        kernel(FloatSize().head)(np.ones(4))
+    assert f"test_values.py:{FloatSize.head.__code__.co_firstlineno + 1}:" in str(info.value)
