@@ -567,3 +567,12 @@ def test_messages_name_what_comes_from_outside():
             as info:
         kernel(FloatSize().head)(np.ones(4))
     assert f"test_values.py:{FloatSize.head.__code__.co_firstlineno + 1}:" in str(info.value)
+
+
+def passes_on(f, x, t):
+    return f(x, np.sqrt(t)) + f(x, t)          # a call in the argument: evaluated
+
+
+def test_an_argument_with_a_call_in_it_is_evaluated():
+    rng, (x,) = rng_args("passes on", 3)
+    check(lambda x, t: passes_on(lambda y, s: y * 2.0, x, t), (x, 0.5), rng)

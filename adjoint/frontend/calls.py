@@ -685,6 +685,8 @@ def _unread(src, functions, depth=0):
             else:
                 node = parent
                 continue
+            if not _pure(node):         # evaluated anyway (the rule the inliner follows)
+                return True
             func = functions.get(call.func.id, src.globals.get(call.func.id)) \
                 if isinstance(call.func, ast.Name) else None
             name = _parameter(func, slot)
@@ -772,7 +774,8 @@ def _forwarded(src, params):
 
 def _where(src):
     """Where a function's ``def`` is (a function defined in a kernel shares its source)."""
-    return src.filename, src.first_line + src.tree.lineno - 1
+    return src.filename, src.first_line + src.tree.lineno - 1, \
+        getattr(src.tree, "col_offset", 0)          # lambdas share lines
 
 
 def _rename(tree, params, taken, kernel):
