@@ -169,6 +169,18 @@ def test_gradients_with_module_level_arrays():
     assert k.specialize((x, 0.1)).floating == ["x", "dt"]
 
 
+LV_A_T = LV_A.T                                 # strided: read through a contiguous copy
+
+
+def lv_transposed(x):
+    return x @ LV_A_T + LV_A_T[1]
+
+
+def test_strided_module_level_arrays():
+    rng, (x,) = rng_args("lv transposed", 4)
+    check(lv_transposed, (x,), rng, bitwise=False)
+
+
 def writes_module_array(x):
     LV_R[0] = x[0]
     return np.sum(x)
