@@ -103,12 +103,12 @@ class Kernel:
         given = [(n, v) for n, v in zip(names, args) if n not in functions]
         types = {n: self._declared[n] or type_of_value(n, v) for n, v in given}
         outside = self._hidden(functions)
-        hidden = tuple(get() for _, _, get in outside)
-        for (name, label, _), value in zip(outside, hidden):
+        found = tuple(get() for _, _, get in outside)      # the frontend knows them by id
+        for (name, label, _), value in zip(outside, found):
             types[name] = type_of_value(name[2:], value, what=f"the array {label}")
         key = (here,) + tuple((n, _type_key(t)) for n, t in types.items()) + \
             tuple((n, "=", type(v).__name__, repr(v)) for n, v in defaults.items()) + \
-            tuple((n, "function", id(v)) for n, v in functions.items())
+            tuple((n, "function", v) for n, v in functions.items())   # held: no id reuse
         if key not in self._specs:
             if self._source is None:
                 func = self.__wrapped__
@@ -116,19 +116,19 @@ class Kernel:
                     else read_source(func)
             constants = {**defaults, **functions}
             src = with_defaults(self._source, constants) if constants else self._source
-            src = replace(src, outside=tuple((n, v) for (n, _, _), v in zip(outside, hidden)),
+            src = replace(src, outside=tuple((n, v) for (n, _, _), v in zip(outside, found)),
                           renamed=src.renamed + tuple((label, e) for n, label, _ in outside
                                                       for e in (n, n[2:])))
             fwd = pipeline.lower_forward(src, self.__name__, types, here)
             self._specs[key] = Specialization(fwd)
-        if not functions and not hidden:
+        if not functions and not found:
             return self._specs[key], args
-        return self._specs[key], tuple(v for _, v in given) + hidden
+        return self._specs[key], tuple(v for _, v in given) + tuple(map(_readable, found))
 
     def _hidden(self, functions):
         """[(hidden argument, label, getter)] of the arrays from outside that the kernel,
         called with the function values ``functions``, reads (found once per functions)."""
-        key = tuple(id(f) for f in functions.values())
+        key = tuple(functions.values())
         if key not in self._outside:
             check_parameters(self.__wrapped__)
             self._outside[key] = _hidden_names(hidden_arrays(self.__wrapped__, _tree,
@@ -178,6 +178,14 @@ def _hidden_names(found):
         taken.add(name)
         out.append((name, label, get))
     return out
+
+
+def _readable(value):
+    """A hidden argument as the compiled code takes it: kernels only read these, so a
+    contiguous copy of a strided array (a module-level ``A.T``) reads the same values."""
+    if isinstance(value, np.ndarray) and not value.flags.c_contiguous:
+        return np.ascontiguousarray(value)
+    return value
 
 
 def _tree(func):

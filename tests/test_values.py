@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from numpy import tanh, zeros
 
-from adjoint import kernel, vjp
+from adjoint import grad, kernel, vjp
 from adjoint.errors import KernelSyntaxError
 import values_helpers
 from kernel_testing import check_vjp_and_jvp, fd_directional, inner, rng_for
@@ -157,6 +157,30 @@ def test_module_level_arrays_are_read_at_every_call():
         LV_R = saved
 
 
+def test_gradients_with_module_level_arrays():
+    """``grad`` differentiates the arguments; the hidden arrays are not among them."""
+    rng, (x,) = rng_args("lv grad", 4)
+    x = x * 0.3
+    k = kernel(lv_loss)
+    g = grad(k, "x")(x, 0.1)
+    d = rng.standard_normal(4)
+    want = fd_directional(lambda xs: lv_loss(*xs), (x, 0.1), {"x": 0}, {"x": d})
+    assert inner(g, d) == pytest.approx(want, rel=1e-7)
+    assert k.specialize((x, 0.1)).floating == ["x", "dt"]
+
+
+LV_A_T = LV_A.T                                 # strided: read through a contiguous copy
+
+
+def lv_transposed(x):
+    return x @ LV_A_T + LV_A_T[1]
+
+
+def test_strided_module_level_arrays():
+    rng, (x,) = rng_args("lv transposed", 4)
+    check(lv_transposed, (x,), rng, bitwise=False)
+
+
 def writes_module_array(x):
     LV_R[0] = x[0]
     return np.sum(x)
@@ -293,11 +317,11 @@ def test_diag():
     rng, (x,) = rng_args("diag", 4)
     check(lv_jacobian, (x * 0.3,), rng, bitwise=False)
     rng, (A, v) = rng_args("diag2", (4, 5), 3)
-    np.testing.assert_array_equal(kernel(lambda_free_diag)(A), lambda_free_diag(A))
+    np.testing.assert_array_equal(kernel(superdiagonal)(A), superdiagonal(A))   # index maps
     check(diagonals, (A, v), rng, bitwise=False)
 
 
-def lambda_free_diag(A):
+def superdiagonal(A):
     return np.diag(A, 1) + 0.0
 
 
@@ -516,6 +540,51 @@ def test_shapes_of_views_and_sums_of_shapes():
     def parts(x):
         U, V = x[:4], x[4:]
         assert V.shape[-1] == 2 * len(U), "V is twice U"
-        return U * V.reshape(V.shape[:-1] + (4, 2)).sum(-1) * U.size
+        pad = np.ones(2 * len(U) + 1)                 # a size, not a sum of shapes
+        return U * V.reshape(V.shape[:-1] + (4, 2)).sum(-1) * U.size + np.sum(pad[:4] * U)
     rng, (x,) = rng_args("shapes", 12)
     check(parts, (x,), rng)
+
+
+def early_return(x, mode=1):
+    if mode == 1:
+        return np.sum(x * x)            # what Python runs: the rest is never lowered
+    print("unreachable")
+    return 0.0
+
+
+def test_a_decided_branch_that_returns_ends_the_kernel():
+    rng, (x,) = rng_args("early", 5)
+    check(early_return, (x,), rng, bitwise=False)
+
+
+def autonomous_step(x0, dt):
+    return rk4(lambda x, t: l96_dxdt(x), x0, np.nan, dt)     # t is never needed
+
+
+def test_arguments_no_one_reads_are_not_evaluated():
+    rng, (x,) = rng_args("autonomous", 8)
+    check(autonomous_step, (x, 0.01), rng)
+
+
+class FloatSize:
+    n = 2.5
+
+    def head(self, x):
+        return np.sum(x[:self.n])
+
+
+def test_messages_name_what_comes_from_outside():
+    with pytest.raises(KernelSyntaxError, match="'self.n' is the float 2.5 from outside") \
+            as info:
+        kernel(FloatSize().head)(np.ones(4))
+    assert f"test_values.py:{FloatSize.head.__code__.co_firstlineno + 1}:" in str(info.value)
+
+
+def passes_on(f, x, t):
+    return f(x, np.sqrt(t)) + f(x, t)          # a call in the argument: evaluated
+
+
+def test_an_argument_with_a_call_in_it_is_evaluated():
+    rng, (x,) = rng_args("passes on", 3)
+    check(lambda x, t: passes_on(lambda y, s: y * 2.0, x, t), (x, 0.5), rng)

@@ -214,7 +214,8 @@ def _shape(b, node):
     (``A.shape[:-1]``) or a sum of them (``V.shape[:-1] + (n, J)``)."""
     if isinstance(node, ast.Attribute) and node.attr == "shape":
         return b.expr(node.value).shape
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and \
+            _is_tuple(node.left) and _is_tuple(node.right):       # not a size 2 * r + 1
         return tuple(_shape(b, node.left)) + tuple(_shape(b, node.right))
     if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice) and \
             isinstance(node.value, ast.Attribute) and node.value.attr == "shape":
@@ -223,6 +224,18 @@ def _shape(b, node):
         return tuple(b.expr(node.value.value).shape)[slice(*bounds)]
     items = node.elts if isinstance(node, (ast.Tuple, ast.List)) else [node]
     return tuple(b.ex.index(item, "an array size") for item in items)
+
+
+def _is_tuple(node):
+    """Whether ``node`` is written as a tuple of sizes (not one size)."""
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return True
+    if isinstance(node, ast.Attribute):
+        return node.attr == "shape"
+    if isinstance(node, ast.Subscript):
+        return isinstance(node.slice, ast.Slice) and _is_tuple(node.value)
+    return isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and \
+        _is_tuple(node.left) and _is_tuple(node.right)
 
 
 def _check_dtype(b, args, default=FLOAT64):

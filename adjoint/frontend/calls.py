@@ -45,7 +45,7 @@ from .array_stores import store, tasklet_body, temporary
 from .expressions import DataValue, ExpressionBuilder, IntValue
 from .locals import classify_locals, is_integer_expression
 from .outside import MATH_NAME, NUMPY_NAME, as_library_calls, bind_arrays, \
-    function_value, library_function
+    function_value, integer_names, library_function
 from .source import function_tree, is_registered, read_source, register_source
 
 FLOAT64 = np.dtype(np.float64)
@@ -219,7 +219,8 @@ def returns_integer(kernel, call, k):
     func = func.__wrapped__ if hasattr(func, "py_func") else func
     if not _plain_function(func):
         return False
-    tree = read_source(func).tree
+    src = read_source(func)
+    tree = src.tree
     last = tree.body[-1] if tree.body else None
     if not isinstance(last, ast.Return) or last.value is None:
         return False
@@ -234,8 +235,9 @@ def returns_integer(kernel, call, k):
     depth[0] += 1
     try:
         asks = lambda c, j: returns_integer(kernel, c, j)       # noqa: E731
-        ints, _ = classify_locals(tree, set(), {a.arg for a in tree.args.args}, asks)
-        return is_integer_expression(value, ints, asks)
+        outer = integer_names(src)
+        ints, _ = classify_locals(tree, outer, {a.arg for a in tree.args.args}, asks)
+        return is_integer_expression(value, ints | outer, asks)
     finally:
         depth[0] -= 1
 
@@ -423,7 +425,9 @@ class _Inliner:
         tree, names = as_library_calls(tree, {renamed[p]: f for p, f in functions.items()})
         callee_src = replace(src, tree=tree, renamed=src.renamed + tuple(renamed.items()),
                              globals={**src.globals, **names})
-        params = {p: a for p, a in params.items() if p not in functions}
+        unread = _unread(src, functions) - set(self._declared())
+        params = {p: a for p, a in params.items()
+                  if p not in functions and not (p in unread and _pure(a))}
         containers_before = set(self.kernel.containers)
         self.assigned = {n.id for n in ast.walk(src.tree)
                          if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
@@ -480,6 +484,11 @@ class _Inliner:
             out[pname] = value
         return out
 
+    def _declared(self):
+        """The callee's annotated types (a wrapper's are the function inside's: none)."""
+        return {} if hasattr(self.func, "__wrapped__") else \
+            {n: t for n, t in self.callee._declared.items() if t is not None}
+
     def _function(self, arg):
         """The function an argument is, or None: a lambda written in the call (a function
         of the caller's body), a name of a function (the caller's, the program's, a
@@ -514,7 +523,7 @@ class _Inliner:
         b = ArrayBuilder(ExpressionBuilder(self.kernel, self.kernel.scope))
         scope = {f"<caller {k}>": v for k, v in self.kernel.scope.items()
                  if isinstance(v, IntValue)}         # keeps the caller's views in scope
-        declared = {} if hasattr(self.func, "__wrapped__") else self.callee._declared
+        declared = self._declared()
         sizes = {}
         for pname, arg in params.items():
             scope[renamed[pname]] = self._argument(b, pname, renamed[pname],
@@ -610,7 +619,7 @@ class _Inliner:
         try:
             k.src, k.scope, k.returning = src, scope, returning
             int_names = {n for n, v in scope.items() if isinstance(v, IntValue)}
-            ints, floats = classify_locals(src.tree, int_names, set(scope),
+            ints, floats = classify_locals(src.tree, int_names | integer_names(src), set(scope),
                                            lambda c, j: returns_integer(k, c, j))
             k.int_locals = set(k.int_locals) | ints
             for local in floats:
@@ -651,6 +660,58 @@ class _Inliner:
 
 
 # ---- helpers --------------------------------------------------------------------------------
+def _pure(arg):
+    """An argument whose evaluation has no effect beyond its value (no call in it)."""
+    return isinstance(arg, ast.AST) and not any(isinstance(n, (ast.Call, ast.Lambda))
+                                                for n in ast.walk(arg))
+
+
+def _unread(src, functions, depth=0):
+    """The parameters of ``src`` whose value its body never needs: not read, or read only
+    in arguments of calls to functions (``functions``: parameter -> function value, else
+    the namespace's) that do not read theirs, as DAPPER's ``rk4(f, x0, np.nan, dt)`` passes
+    ``t`` to an autonomous ``f``. Their arguments are not evaluated: Python's evaluating
+    them is unobservable, and they need not be what kernels compute (``np.nan``)."""
+    tree = src.tree
+    parents = {id(c): n for n in ast.walk(tree) for c in ast.iter_child_nodes(n)}
+
+    def needed(node):                   # whether this read's value is used
+        while id(node) in parents:
+            parent = parents[id(node)]
+            if isinstance(parent, ast.keyword):
+                slot, call = parent.arg, parents.get(id(parent))
+            elif isinstance(parent, ast.Call) and node in parent.args:
+                slot, call = parent.args.index(node), parent
+            else:
+                node = parent
+                continue
+            if not _pure(node):         # evaluated anyway (the rule the inliner follows)
+                return True
+            func = functions.get(call.func.id, src.globals.get(call.func.id)) \
+                if isinstance(call.func, ast.Name) else None
+            name = _parameter(func, slot)
+            if name is None or depth > 4 or name not in _unread(read_source(func), {},
+                                                                 depth + 1):
+                return True
+            return False
+        return True
+    params = {a.arg for a in tree.args.args}
+    uses = [n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id in params]
+    return params - {n.id for n in uses if not isinstance(n.ctx, ast.Load) or needed(n)}
+
+
+def _parameter(func, slot):
+    """The name of the parameter of ``func`` (a plain function) that the argument in
+    ``slot`` (a position or a keyword) binds, or None."""
+    if not _plain_function(func):
+        return None
+    params = [p for p in inspect.signature(func, follow_wrapped=False).parameters.values()
+              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if isinstance(slot, int):
+        return params[slot].name if slot < len(params) else None
+    return slot if any(p.name == slot for p in params) else None
+
+
 def _integer(kernel, node):
     """``node``'s integer expression when it is one (no data read), else None."""
     if not is_integer_expression(node, {n for n, v in kernel.scope.items()
@@ -713,7 +774,8 @@ def _forwarded(src, params):
 
 def _where(src):
     """Where a function's ``def`` is (a function defined in a kernel shares its source)."""
-    return src.filename, src.first_line + src.tree.lineno - 1
+    return src.filename, src.first_line + src.tree.lineno - 1, \
+        getattr(src.tree, "col_offset", 0)          # lambdas share lines
 
 
 def _rename(tree, params, taken, kernel):

@@ -111,6 +111,10 @@ class ExpressionBuilder:
             return binding.expr
         if binding is None and isinstance(self._global_number(node), sp.Integer):
             return self._global_number(node)
+        if binding is None and self._global_number(node) is not None:
+            raise self.src.error(node, f"{what} must be an integer expression; {node.id!r} is "
+                                       f"the float {self.src.globals[node.id]!r} from outside "
+                                       "the kernel")
         if binding is None:
             raise self.src.error(node, f"name {node.id!r} is not defined before this use")
         if isinstance(binding, DataValue) and not binding.container.is_scalar:

@@ -5,9 +5,10 @@ namespace), a bound method's ``self``, and attribute chains through them (``self
 ``model.dxdt``, ``self.shift``). This is the one place that says what such a value is
 to a kernel:
 
-- a number (int, float; bool, None, a string or a tuple of them through an attribute)
-  is a constant of the specialisation: a module-level or closure number is read by
-  ``ExpressionBuilder._global_number``, an attribute's value is written into the tree;
+- a number is a constant of the specialisation, read by
+  ``ExpressionBuilder._global_number`` (an attribute chain naming one becomes a name of
+  the namespace, as below); ``True``/``False``, None, a string or a tuple of such values
+  reached through an attribute is written into the tree as that constant;
 - a function, a bound method, a kernel or a decorated function is inlined where it is
   called (``calls.py``): an attribute chain naming one becomes a name of the namespace;
 - a NumPy or math function under another name (``from numpy import zeros, tanh``) is
@@ -68,6 +69,13 @@ def free_names(tree):
     bound |= {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n is not tree}
     return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
             and isinstance(n.ctx, ast.Load)} - bound
+
+
+def integer_names(src):
+    """The free names of ``src``'s body that mean integers from outside (``N = 40`` at
+    module level, ``self.nX``): integers where locals are classified."""
+    return {n for n in free_names(src.tree) if isinstance(src.globals.get(n), (int, np.integer))
+            and not isinstance(src.globals.get(n), (bool, np.bool_))}
 
 
 def is_constant(value):
@@ -232,7 +240,7 @@ def resolve(tree, func):
                                         f"attributes of {me} ({me}.F, {me}.helper(x))",
                                         *_where(func, node))
             continue
-        if is_constant(value):
+        if is_constant(value) and not _number(value):   # True, None, "wrap", (1, -2)
             replace[id(node)] = ast.parse(repr(_plain(value)), mode="eval").body
             continue
         lib = library_function(value)
@@ -255,6 +263,13 @@ def resolve(tree, func):
             return super().visit(node)
     tree = ast.fix_missing_locations(Rewrite().visit(tree))
     return tree, {**names, **added}, tuple(renamed)
+
+
+def _number(value):
+    """Numbers stay names (``self.F`` as ``__self_F``), read as module-level numbers are
+    (``ExpressionBuilder._global_number``), so that messages name them."""
+    return isinstance(value, (int, float, np.integer, np.floating)) and \
+        not isinstance(value, (bool, np.bool_))
 
 
 def _plain(value):

@@ -23,7 +23,7 @@ from .expressions import DataValue, ExpressionBuilder, IntValue
 from . import dtypes
 from .locals import classify_locals
 from .loops import LoopLowering
-from .outside import bind_arrays
+from .outside import bind_arrays, integer_names
 
 RESULT = "__return"
 AUG_OPS = {ast.Add: fp.add, ast.Sub: fp.sub, ast.Mult: fp.mul, ast.Div: fp.div}
@@ -41,7 +41,8 @@ class KernelBuilder(LoopLowering):
         self._bind_arguments(types)
         int_names = {n for n, b in self.scope.items() if isinstance(b, IntValue)}
         self.int_locals, float_locals = classify_locals(
-            src.tree, int_names, set(self.scope), lambda c, k: returns_integer(self, c, k))
+            src.tree, int_names | integer_names(src), set(self.scope),
+            lambda c, k: returns_integer(self, c, k))
         for local in float_locals:
             self.containers[local] = Container(local, np.dtype(np.float64), (), True)
         self.result = None
