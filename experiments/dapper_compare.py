@@ -172,6 +172,10 @@ def main():
         return 0
     logging.basicConfig(level=logging.WARNING)
     base = pathlib.Path(args.keep or tempfile.mkdtemp(prefix="dapper_compare_"))
+    machine = {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
+               "python": platform.python_version(),
+               "load_average_at_start": " ".join(f"{x:.2f}" for x in os.getloadavg()),
+               "date": datetime.datetime.now().isoformat(timespec="seconds")}
     rows = []
     for nx in args.nx:
         set_seed(args.seed)
@@ -184,12 +188,7 @@ def main():
             theirs = run_dapper(hmm, xx, yy, lag, xb)
             rows.append({"nx": nx, "lag": lag, "xB": xb, "dapper": theirs, "simcore": ours})
             print(row_line(rows[-1]), flush=True)
-    result = {"machine": {"cpu": platform.processor() or platform.machine(),
-                          "cores": os.cpu_count(), "python": platform.python_version(),
-                          "load_average_at_start": " ".join(f"{x:.2f}"
-                                                            for x in os.getloadavg()),
-                          "date": datetime.datetime.now().isoformat(timespec="seconds")},
-              "dapper_version": dapper.__version__, "ko": args.ko, "seed": args.seed,
+    result = {"machine": machine, "dapper_version": dapper.__version__, "ko": args.ko, "seed": args.seed,
               "tlm": args.tlm, "method": args.method,
               "rows": rows}
     out = pathlib.Path(args.out)
