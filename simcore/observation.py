@@ -125,7 +125,7 @@ def _corners(position, shape, periodic):
 
 
 def _columns(where):
-    """{dim: coordinate of every observation}, NaN where an observation's variable lacks
-    the dim, from one {dim: coordinate} per observation."""
+    """{dim: value (grid position or coordinate) of every observation}, NaN where an
+    observation's variable lacks the dim, from one {dim: value} per observation."""
     dims = list(dict.fromkeys(d for w in where for d in w))
     return {d: np.array([w.get(d, np.nan) for w in where], dtype=np.float64) for d in dims}

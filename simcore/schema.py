@@ -167,6 +167,9 @@ class CalibrateConfig:
     perturbation: float = option(0.1, at_least(0), "first guess = truth * (1 + perturbation "
                                                    "* N(0,1)), unless the model has a "
                                                    "background")
+    posterior_rank: int = option(20, at_least(0), "posterior std of the parameters: Lanczos "
+                                                  "eigenpairs above 64 parameters (fewer: "
+                                                  "exact); 0: none")
     log_every: int = every_nth()
     plot: bool = plots()
 

@@ -453,3 +453,16 @@ def test_a_twin_needs_a_number_of_cycles(tmp_path):
     with pytest.raises(ConfigError, match="task.burn_in_time=5: must be below the run's last "
                                           "observation time 0.8"):
         run(tmp_path, "lorenz96", "task.cycles=1", "task.burn_in_time=5")
+
+
+def test_dapper_compare_skips_cleanly_without_dapper():
+    import importlib.util
+    import pathlib
+    import subprocess
+    import sys
+    if importlib.util.find_spec("dapper") is not None:
+        pytest.skip("DAPPER is installed: the script would run it")
+    root = pathlib.Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, str(root / "experiments" / "dapper_compare.py")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "DAPPER is not installed" in done.stdout

@@ -8,7 +8,9 @@ configured parameters), first guess = the model's background or the truth pertur
     J(p) = 1/2 sum ((H(M(p)) - y) / sigma_o)^2 + J_b(p)     (simcore.twin, simcore.prior)
 
 minimised in the preconditioned control v = (p - p_b) / sigma_b with bounds from the
-parameters. Writes calibration.nc (per iteration), summary.json and cost.png.
+parameters. At the estimate, the Gauss-Newton posterior std of every parameter
+(simcore.posterior: jvp and vjp products, Lanczos for many parameters). Writes
+calibration.nc (per iteration), summary.json and cost.png.
 
 Resumable (``resume=true``, or a Slurm requeue): after every iteration the evaluations
 so far (control v, J and its parts, gradient) go to the run's checkpoint
@@ -29,6 +31,7 @@ from ..covariance import flatten
 from ..history import History
 from ..io import pyplot, save_figure, write_json, write_netcdf
 from ..obsfile import ObservationSet, write_states
+from ..posterior import EXACT, Posterior
 from ..plots import fields, label
 from ..state import parameter_dataset
 from ..terminal import progress
@@ -168,7 +171,8 @@ def calibrate(run) -> dict:
 
     summary = _summary(run, twin, guess, final, history, res)
     summary["outputs"] += files
-    _write_history(run, twin, guess, history, [p for _, p in iterates])
+    std = _posterior(run, twin, final, summary)
+    _write_history(run, twin, guess, history, [p for _, p in iterates], std)
     if cfg.plot:
         summary["outputs"] += _plots(run, twin, guess, final, history)
     summary["wall_time_s"] = run.elapsed()
@@ -180,6 +184,26 @@ def calibrate(run) -> dict:
              summary["relative_error_initial"], summary["chi2"], twin.n_obs,
              summary["wall_time_s"])
     return summary
+
+
+def _posterior(run, twin, final, summary):
+    """The posterior std of every parameter (simcore.posterior) into the summary; None
+    with task.posterior_rank=0."""
+    rank = int(run.cfg.task.posterior_rank)
+    if rank == 0:
+        return None
+    post = Posterior(twin, final)
+    std = post.unpack(post.std(rank=rank))
+    summary["posterior_std"] = _values(run.model, std)
+    summary["posterior_method"] = ("dense" if post.size <= EXACT
+                                   else f"Lanczos, {min(rank, post.size - 1)} eigenpairs")
+    summary["posterior_hessian_products"] = post.products
+    log.info("calibrate: posterior std (Gauss-Newton Hessian, %s, %d products): %s",
+             summary["posterior_method"], post.products, "  ".join(
+                 f"{k}=" + np.array2string(v.ravel(), precision=3, separator=",")
+                 if v.size <= 9 else f"{k}: {v.min():.3g} ... {v.max():.3g}"
+                 for k, v in std.items()))
+    return std
 
 
 def relative_error(params, truth) -> float:
@@ -260,7 +284,7 @@ def _message(res):
     return m.decode() if isinstance(m, bytes) else str(m)
 
 
-def _write_history(run, twin, guess, history, params):
+def _write_history(run, twin, guess, history, params, std=None):
     model = run.model
     it = np.arange(len(history))
     dims = ("iteration",)
@@ -280,6 +304,12 @@ def _write_history(run, twin, guess, history, params):
     ds = xr.merge([ds, parameter_dataset(model, stacked, leading=("iteration", it)),
                    parameter_dataset(model, twin.truth, suffix="_true"),
                    parameter_dataset(model, guess, suffix="_first_guess")])
+    if std is not None:
+        post = parameter_dataset(model, std, suffix="_posterior_std")
+        for p in model.parameters():
+            post[p.name + "_posterior_std"].attrs["long_name"] = (
+                f"posterior standard deviation of {p.long_name} (Gauss-Newton)")
+        ds = xr.merge([ds, post])
     write_netcdf(ds, run.path("calibration.nc"), run.attrs(f"{model.name}: calibration"))
 
 
