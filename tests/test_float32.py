@@ -136,6 +136,23 @@ def test_library_functions_within_two_ulps():
 
 
 @kernel
+def dtype_arguments(x, out, out2):
+    out[:] = np.cumsum(x, dtype=np.float32) + np.arange(x.shape[0], dtype=np.float32) * 0.1
+    out2[:] = np.concatenate((x[:2], x[2:]), dtype="float32") * 0.3 + np.linspace(
+        0.0, 1.0, x.shape[0], dtype=np.float32)
+
+
+def test_dtype_of_scans_joins_and_ranges():
+    x = rng_for("dtype_arguments").random(50)          # float64, accumulated in float32
+    got = (x, np.zeros(50, np.float32), np.zeros(50, np.float32))
+    want = copy_args(got)
+    dtype_arguments(*got)
+    dtype_arguments.py_func(*want)
+    assert_bitwise(got[1], want[1], "cumsum, arange")
+    assert_bitwise(got[2], want[2], "concatenate, linspace")
+
+
+@kernel
 def sums(x: float32[N], w: float32[N]):
     return np.sum(x * w) + np.mean(x) * 2.0
 
