@@ -262,8 +262,8 @@ class Specialization:
     def returned(self, name, buffer, syms):
         """One returned container's value from its flat buffer."""
         c = self.sdfg.containers[name]
-        if c.is_scalar:
-            return float(buffer[0])
+        if c.is_scalar:                 # a Python number, as the kernel's own type
+            return int(buffer[0]) if c.dtype.kind in "iu" else float(buffer[0])
         env = dict(zip(self.sdfg.symbols, (int(v) for v in syms[:-2])))
         return buffer.reshape(tuple(max(int(sp.sympify(n).subs(env)), 0) for n in c.shape))
 

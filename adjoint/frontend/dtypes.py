@@ -27,7 +27,7 @@ from sympy.core.function import AppliedUndef
 
 from ..errors import KernelSyntaxError
 from ..sdfg import arithmetic as fp
-from ..sdfg.nodes import LOAD, MapScope, Tasklet
+from ..sdfg.nodes import MapScope, Tasklet
 from ..sdfg.visit import Transformer
 
 
@@ -109,12 +109,10 @@ def _dtype(e, of_symbol, memo):
         return FLOAT64
     if isinstance(e, fp.IntCast):
         return np.dtype(e.dtype)
-    if isinstance(e, AppliedUndef) and type(e).__name__.startswith(LOAD):
-        return of_symbol(e)                         # an element of an integer array
     if not isinstance(e, sp.Expr):
         return None                                 # conditions
-    if all(s.is_integer for s in e.free_symbols) and not e.has(sp.Float, AppliedUndef):
-        return WEAK_INT                             # sizes, loop variables: Python ints
+    if all(s.is_integer for s in e.free_symbols) and not e.has(sp.Float):
+        return WEAK_INT     # sizes, loop variables, int(idx[k]) (a load): Python ints
     if isinstance(e, sp.Piecewise):
         return promote(*(dtype_of(a.expr, of_symbol, memo) for a in e.args))
     args = [dtype_of(a, of_symbol, memo) for a in e.args]
@@ -272,6 +270,8 @@ def assign(body, containers, inferred, weak, filename="<kernel>"):
     for name, d in found.items():
         if is32(d) or isinstance(d, np.dtype) and d.kind in "iu":
             out[name] = _with_dtype(containers[name], d)
+        elif d is WEAK_INT and containers[name].is_scalar:     # a Python int: int64 is exact
+            out[name] = _with_dtype(containers[name], np.dtype(np.int64))
     return _Rounding(out, found, weak, filename).region(body), out
 
 
@@ -312,23 +312,18 @@ def _symbol_dtypes(tasklet, containers, found, weak):
     memlets = dict(tasklet.inputs)
 
     def of(symbol):
-        name = memlets[symbol].data if symbol in memlets else _loaded(symbol)
+        name = memlets[symbol].data if symbol in memlets else None
         if name is None:
             return WEAK_FLOAT
         if name in weak:
             return WEAK_FLOAT
         if name in found:
             d = found[name]
-            if not isinstance(d, np.dtype):         # held exactly in a float64 container
-                return WEAK_FLOAT if containers[name].is_scalar else FLOAT64
+            if not isinstance(d, np.dtype):         # held exactly (ints in int64)
+                return (d or WEAK_FLOAT) if containers[name].is_scalar else FLOAT64
             return d if is32(d) or d.kind in "iu" else FLOAT64
         return containers[name].dtype
     return of
-
-
-def _loaded(e):
-    name = type(e).__name__
-    return name[len(LOAD):] if isinstance(e, AppliedUndef) and name.startswith(LOAD) else None
 
 
 class _Rounding(Transformer):

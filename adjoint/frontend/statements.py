@@ -24,7 +24,11 @@ from .locals import classify_locals
 from .loops import LoopLowering
 
 RESULT = "__return"
-AUG_OPS = {ast.Add: fp.add, ast.Sub: fp.sub, ast.Mult: fp.mul, ast.Div: fp.div}
+AUG_OPS = {ast.Add: fp.add, ast.Sub: fp.sub, ast.Mult: fp.mul, ast.Div: fp.div,
+           ast.FloorDiv: fp.py_floordiv, ast.Mod: fp.py_mod,     # of data (numbers, elements)
+           **{op: (lambda f: lambda a, b: fp.bits(f, a, b))(f) for op, f in
+              {ast.BitAnd: fp.bit_and, ast.BitOr: fp.bit_or, ast.BitXor: fp.bit_xor,
+               ast.LShift: fp.shift_left, ast.RShift: fp.shift_right}.items()}}
 
 
 class KernelBuilder(LoopLowering):
@@ -315,7 +319,8 @@ class KernelBuilder(LoopLowering):
     def _stmt_AugAssign(self, stmt):
         if type(stmt.op) not in AUG_OPS:
             raise self.src.error(stmt, f"augmented assignment `{_first_line(stmt)}`: only "
-                                       "+=, -=, *= and /= are supported")
+                                       "+=, -=, *=, /=, //=, %= and the bit operations' "
+                                       "are supported")
         return self._assign(stmt, stmt.target, stmt.value, AUG_OPS[type(stmt.op)])
 
     def _stmt_AnnAssign(self, stmt):
