@@ -24,15 +24,13 @@ from .array_shapes import (AXES, ONE, ArrayExpr, MaskValue, View, ViewValue, bro
                            fmt_shape, number, same_size, slice_axis, subscript, transpose,
                            truth)
 from ..sdfg import arithmetic as fp
-from .expressions import COMPARE, DataValue, ExpressionBuilder, IntValue, real
+from .expressions import BITS, COMPARE, DataValue, ExpressionBuilder, IntValue, real
 from .functions import floordiv, python_mod
 
 ARITHMETIC = {ast.Add: fp.add, ast.Sub: fp.sub, ast.Mult: fp.mul, ast.Div: fp.div,
               ast.Pow: lambda a, b: fp.power(a, b, array=True),
               ast.FloorDiv: lambda a, b: floordiv(a, b) if _integers(a, b) else fp.py_floordiv(a, b),
               ast.Mod: lambda a, b: python_mod(a, b) if _integers(a, b) else fp.py_mod(a, b)}
-BITS = {ast.BitAnd: fp.bit_and, ast.BitOr: fp.bit_or, ast.BitXor: fp.bit_xor,
-        ast.LShift: fp.shift_left, ast.RShift: fp.shift_right}
 LOGICAL = {ast.BitAnd: fp.logical(sp.And), ast.BitOr: fp.logical(sp.Or),
            ast.BitXor: fp.logical(sp.Xor)}
 
