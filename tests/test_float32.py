@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from adjoint import float32, float64, grad, jvp, kernel, options, symbol, vjp
+from adjoint.sdfg import arithmetic as fp
 from kernel_testing import (as_float64, copy_args, fd_directional, inner, random_direction,
                             rng_for, run_reference)
 
@@ -117,6 +118,36 @@ def test_the_comparison_is_made_in_float32():
     out = np.zeros(3, dtype=np.float32)
     comparisons(x, out)
     assert out[0] == np.float32(0.1) and out[1] == np.float32(0.3) + 2.0
+
+
+@kernel
+def branch(x: float32[N], out: float32[N]):
+    for i in range(N):
+        if x[i] >= 0.1:                             # float32(0.1) >= float32(0.1)
+            out[i] = x[i] - 0.1
+        else:
+            out[i] = 1.0
+
+
+def test_a_decision_on_float32_data_compares_in_float32():
+    x = np.array([0.1, 0.3, 0.05], dtype=np.float32)
+    got, want = np.zeros(3, np.float32), np.zeros(3, np.float32)
+    branch(x, got)
+    branch.py_func(x, want)
+    assert_bitwise(got, want, "branch")
+    assert got[0] == 0.0
+
+
+def test_float64_kernels_are_left_as_they_were():
+    from adjoint.sdfg.nodes import tasklets
+    import corpus
+    for case in corpus.CASES[:8]:
+        if case.float32:
+            continue
+        spec = case.kernel.specialize(case.make_args(rng_for(case.name)))
+        for t, _, _ in tasklets(spec.sdfg.body):
+            assert not any(e.has(fp.as_float32, fp.as_float64, fp.IntCast)
+                           for _, e in t.outputs), case.name
 
 
 def test_containers_take_the_dtypes_numpy_gives():
