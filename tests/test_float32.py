@@ -196,6 +196,25 @@ def test_float32_sums_within_a_float32_tolerance():
     assert abs(got - float(want)) <= 1e-5 * abs(float(want))   # ~ sqrt(n) eps32 summed
 
 
+@kernel
+def sums_in_a_loop(x, T: int):
+    s = 0.0
+    c = 0
+    for t in range(T):
+        s = s + np.sum(x * x)                       # threaded: per-thread float32 sums
+        c = c + np.sum(x > 0.5)                     # and int64 ones
+    return s + c * 1.0
+
+
+def test_threaded_sums_keep_their_dtype():
+    x = rng_for("sums_in_a_loop").random(300000).astype(np.float32)
+    assert "transient float32 s" in sums_in_a_loop.explain(x, 3)
+    got, want = sums_in_a_loop(x, 3), float(sums_in_a_loop.py_func(x, 3))
+    assert abs(got - want) <= 1e-5 * abs(want)
+    g = grad(sums_in_a_loop, "x")(x, 3)
+    assert g.dtype == np.float32 and np.allclose(g, 6.0 * x, rtol=1e-6)
+
+
 # ---- NumPy-style kernels ---------------------------------------------------------------------
 @kernel
 def conv_bias(x, w, bias):

@@ -1200,7 +1200,7 @@ class _Generator:
 
         def worksharing():
             for name in sums:
-                self.emit(f"double *restrict {identifier('v_', name)} = "
+                self.emit(f"{self._ctype(name)} *restrict {identifier('v_', name)} = "
                           f"&{identifier('sc_sum_', name)};")
             if shared:
                 self._own_copies(shared)
@@ -1223,12 +1223,12 @@ class _Generator:
         sums are added to the scalars in thread order (deterministic for a thread count)."""
         if sums and not declared:
             self.emit("const int sc_slots = omp_get_max_threads(); int sc_nt = 1;")
-        for name in sums:
-            self.emit(f"double {identifier('sc_part_', name)}[sc_slots];")
+        for name in sums:           # in the scalar's dtype (float32 sums as NumPy's)
+            self.emit(f"{self._ctype(name)} {identifier('sc_part_', name)}[sc_slots];")
         self.emit(f"#pragma omp parallel{condition}")
         self.open("")
         for name in sums:
-            self.emit(f"double {identifier('sc_sum_', name)} = 0.0;")
+            self.emit(f"{self._ctype(name)} {identifier('sc_sum_', name)} = 0;")
         if sums and not declared:
             self.emit("#pragma omp single")
             self.emit("sc_nt = omp_get_num_threads();")
@@ -1240,6 +1240,9 @@ class _Generator:
         for name in sums:
             self.emit(f"for (int sc_t = 0; sc_t < sc_nt; ++sc_t) {identifier('v_', name)}[0] += "
                       f"{identifier('sc_part_', name)}[sc_t];")
+
+    def _ctype(self, name):
+        return C_TYPES[self.shapes[name].dtype.name]
 
     def _scalar_sums(self, node):
         """The scalars a map's points add into, sorted."""
