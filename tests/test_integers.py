@@ -385,6 +385,24 @@ def parity_words(data, out):
         out[i] = word & 0xFF
 
 
+@kernel
+def int_quotients(x, out, idx):
+    s = 0
+    t = 0
+    for i in range(x.shape[0]):
+        s = s + 7
+        t = t + 2
+    out[0] = s / t                                  # true division of two int locals
+    out[1] = idx[1] / idx[2] + x[0] / t
+    return s / t
+
+
+def test_true_division_of_integers_is_a_float_one():
+    idx = np.array([0, 7, 2])
+    r1, r2, _ = same_as_numpy(int_quotients, np.ones(3), np.zeros(2), idx)
+    assert r1 == r2 == 3.5
+
+
 def test_integer_locals_take_numpys_types():
     data = rng_for("crc8").integers(0, 256, 200).astype(np.uint8)
     r1, r2, _ = same_as_numpy(crc8, data)

@@ -165,7 +165,7 @@ def rounded(expr, of_symbol):
     def convert(new, old, target):
         """An operand converted to its operation's dtype."""
         d = dtype_of(old, of_symbol, memo)
-        if same(d, target) or not isinstance(target, np.dtype):
+        if same(d, target) or target is None or target is WEAK_INT:
             return new
         if is32(target):
             if isinstance(new, sp.Integer) and abs(int(new)) <= 2 ** 24:
@@ -173,12 +173,15 @@ def rounded(expr, of_symbol):
             if isinstance(new, (sp.Number, sp.NumberSymbol)):
                 return sp.Float(float(np.float32(float(new))), precision=53)
             return fp.as_float32(new, evaluate=False)
-        if isinstance(new, sp.Integer) and target.kind in "iu":
+        if isinstance(new, sp.Integer) and isinstance(target, np.dtype) and target.kind in "iu":
             info = np.iinfo(target)
             if not info.min <= int(new) <= info.max:
                 raise DtypeError(f"the Python integer {new} is out of the range of {target} "
                                  "(NumPy raises OverflowError)")
-        if not isinstance(d, np.dtype):
+        if d is WEAK_INT and (target is WEAK_FLOAT or target.kind == "f") and any(
+                not s.is_integer for s in new.free_symbols):
+            return fp.as_float64(new, evaluate=False)   # an int local: not C's int division
+        if not isinstance(d, np.dtype) or not isinstance(target, np.dtype):
             return new                                  # Python numbers: exact here
         if target.kind == "f":
             return fp.as_float64(new, evaluate=False) if d.kind in "iu" else new
