@@ -215,6 +215,21 @@ def test_threaded_sums_keep_their_dtype():
     assert g.dtype == np.float32 and np.allclose(g, 6.0 * x, rtol=1e-6)
 
 
+@kernel
+def affine(A, B, c):
+    return (A @ B + c) * 0.5
+
+
+def test_matrix_products_of_float32_are_float32():
+    rng = rng_for("affine")
+    A, B = rng.random((5, 4), dtype=np.float32), rng.random((4, 3), dtype=np.float32)
+    c = rng.random(3, dtype=np.float32)
+    got, want = affine(A, B, c), affine.py_func(A, B, c)
+    assert got.dtype == want.dtype == np.float32
+    np.testing.assert_allclose(got, want, rtol=1e-6)   # dgemm rounded vs NumPy's sgemm
+    _gradient_agrees_with_float64(affine, (A, B, c), ("A", "B", "c"))
+
+
 # ---- NumPy-style kernels ---------------------------------------------------------------------
 @kernel
 def conv_bias(x, w, bias):
