@@ -173,6 +173,20 @@ def dtype_arguments(x, out, out2):
         0.0, 1.0, x.shape[0], dtype=np.float32)
 
 
+@kernel
+def made_inline(x, out):
+    out[:] = np.linspace(0.0, 1.0, x.shape[0]) * x + np.zeros(x.shape) + \
+        np.full(x.shape, 0.1, dtype=np.float32) * x
+
+
+def test_new_arrays_used_in_expressions_keep_their_dtype():
+    x = rng_for("made_inline").random(50).astype(np.float32)
+    got, want = np.zeros(50), np.zeros(50)
+    made_inline(x, got)
+    made_inline.py_func(x, want)                     # float64: linspace's dtype
+    assert_bitwise(got, want, "made_inline")
+
+
 def test_dtype_of_scans_joins_and_ranges():
     x = rng_for("dtype_arguments").random(50)          # float64, accumulated in float32
     got = (x, np.zeros(50, np.float32), np.zeros(50, np.float32))

@@ -87,6 +87,17 @@ def is_array_subscript(scope, node):
     return any(_is_array_item(scope, item) for item in items)
 
 
+def _of_dtype(value, dtype):
+    """An element of a new array (``np.zeros(N)``, ``np.linspace``) as an array of the
+    float dtype it was made in, not the Python number its elements are built from
+    (``np.linspace(0.0, 1.0, N) * x32`` is float64 in NumPy; dtypes.py reads the cast)."""
+    if dtype is None or dtype.kind != "f" or any(not s.is_integer for s in
+                                                  getattr(value, "free_symbols", ())):
+        return value
+    cast = fp.as_float32 if dtype == np.float32 else fp.as_float64
+    return cast(value, evaluate=False)
+
+
 def _no_negative_shift(src, node, op, count):
     if op in (ast.LShift, ast.RShift) and count.rank == 0:
         value = count.at(())
@@ -375,10 +386,12 @@ class ArrayBuilder:
         each element passed through ``convert`` first."""
         args = [a if isinstance(a, ArrayExpr) else self.expr(a) for a in operands]
         shape = self.broadcast_shape(node, [a.shape for a in args])
+        named = [a.dtype if a.view is None else None for a in args]
         args = [broadcast_to(a, shape) for a in args]
 
         def at(index):
-            return real(self.src, node, fn(*(convert(a.at(index)) for a in args)))
+            values = [_of_dtype(convert(a.at(index)), d) for a, d in zip(args, named)]
+            return real(self.src, node, fn(*values))
         return ArrayExpr(shape, at, boolean)
 
     def broadcast_shape(self, node, shapes):
