@@ -684,7 +684,8 @@ def _concatenated(b, node, args):
 
 def _stack(b, node, args):
     parts = _parts(b, node, _required(b, node, args, "arrays"))
-    return _converted(_stacked(b, node, parts, _constant_int(b, args["axis"]) if "axis" in args else 0), _check_dtype(b, args, None))
+    axis = _constant_int(b, args["axis"]) if "axis" in args else 0
+    return _converted(_stacked(b, node, parts, axis), _check_dtype(b, args, None))
 
 
 def _hstack(b, node, args):
