@@ -374,7 +374,9 @@ class Specialization:
     def returned(self, name, buffer, syms):
         """One returned container's value from its flat buffer."""
         c = self.sdfg.containers[name]
-        return float(buffer[0]) if c.is_scalar else buffer.reshape(self.shape(c, syms))
+        if c.is_scalar:                 # a Python number, as the kernel's own type
+            return int(buffer[0]) if c.dtype.kind in "iu" else float(buffer[0])
+        return buffer.reshape(self.shape(c, syms))
 
     def explain(self):
         lines = [to_text(self.sdfg)]

@@ -121,7 +121,8 @@ I64 = np.ones(3, dtype=np.int64)
 
 
 @pytest.mark.parametrize("k, args", [(int_keyword, (U,)), (int_builtin, (U,)),
-                                     (int_like, (U, I64))], ids=lambda v: getattr(v, "__name__", ""))
+                                     (int_like, (U, I64))],
+                         ids=lambda v: getattr(v, "__name__", ""))
 def test_integer_temporaries(k, args):
     assert k(*args) == k.py_func(*args)
 

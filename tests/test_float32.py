@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from adjoint import float32, float64, grad, jvp, kernel, options, symbol, vjp
+from adjoint.sdfg import arithmetic as fp
 from kernel_testing import (as_float64, copy_args, fd_directional, inner, random_direction,
                             rng_for, run_reference)
 
@@ -119,6 +120,36 @@ def test_the_comparison_is_made_in_float32():
     assert out[0] == np.float32(0.1) and out[1] == np.float32(0.3) + 2.0
 
 
+@kernel
+def branch(x: float32[N], out: float32[N]):
+    for i in range(N):
+        if x[i] >= 0.1:                             # float32(0.1) >= float32(0.1)
+            out[i] = x[i] - 0.1
+        else:
+            out[i] = 1.0
+
+
+def test_a_decision_on_float32_data_compares_in_float32():
+    x = np.array([0.1, 0.3, 0.05], dtype=np.float32)
+    got, want = np.zeros(3, np.float32), np.zeros(3, np.float32)
+    branch(x, got)
+    branch.py_func(x, want)
+    assert_bitwise(got, want, "branch")
+    assert got[0] == 0.0
+
+
+def test_float64_kernels_are_left_as_they_were():
+    from adjoint.sdfg.nodes import tasklets
+    import corpus
+    for case in corpus.CASES[:8]:
+        if case.float32:
+            continue
+        spec = case.kernel.specialize(case.make_args(rng_for(case.name)))
+        for t, _, _ in tasklets(spec.sdfg.body):
+            assert not any(e.has(fp.as_float32, fp.as_float64, fp.IntCast)
+                           for _, e in t.outputs), case.name
+
+
 def test_containers_take_the_dtypes_numpy_gives():
     text = created.explain(*_args(created, 4))
     assert "transient float32[N] a" in text and "transient float32[N] c" in text
@@ -136,6 +167,37 @@ def test_library_functions_within_two_ulps():
 
 
 @kernel
+def dtype_arguments(x, out, out2):
+    out[:] = np.cumsum(x, dtype=np.float32) + np.arange(x.shape[0], dtype=np.float32) * 0.1
+    out2[:] = np.concatenate((x[:2], x[2:]), dtype="float32") * 0.3 + np.linspace(
+        0.0, 1.0, x.shape[0], dtype=np.float32)
+
+
+@kernel
+def made_inline(x, out):
+    out[:] = np.linspace(0.0, 1.0, x.shape[0]) * x + np.zeros(x.shape) + \
+        np.full(x.shape, 0.1, dtype=np.float32) * x
+
+
+def test_new_arrays_used_in_expressions_keep_their_dtype():
+    x = rng_for("made_inline").random(50).astype(np.float32)
+    got, want = np.zeros(50), np.zeros(50)
+    made_inline(x, got)
+    made_inline.py_func(x, want)                     # float64: linspace's dtype
+    assert_bitwise(got, want, "made_inline")
+
+
+def test_dtype_of_scans_joins_and_ranges():
+    x = rng_for("dtype_arguments").random(50)          # float64, accumulated in float32
+    got = (x, np.zeros(50, np.float32), np.zeros(50, np.float32))
+    want = copy_args(got)
+    dtype_arguments(*got)
+    dtype_arguments.py_func(*want)
+    assert_bitwise(got[1], want[1], "cumsum, arange")
+    assert_bitwise(got[2], want[2], "concatenate, linspace")
+
+
+@kernel
 def sums(x: float32[N], w: float32[N]):
     return np.sum(x * w) + np.mean(x) * 2.0
 
@@ -146,6 +208,40 @@ def test_float32_sums_within_a_float32_tolerance():
     got, want = sums(x, w), sums.py_func(x, w)
     assert isinstance(want, np.float32)
     assert abs(got - float(want)) <= 1e-5 * abs(float(want))   # ~ sqrt(n) eps32 summed
+
+
+@kernel
+def sums_in_a_loop(x, T: int):
+    s = 0.0
+    c = 0
+    for t in range(T):
+        s = s + np.sum(x * x)                       # threaded: per-thread float32 sums
+        c = c + np.sum(x > 0.5)                     # and int64 ones
+    return s + c * 1.0
+
+
+def test_threaded_sums_keep_their_dtype():
+    x = rng_for("sums_in_a_loop").random(300000).astype(np.float32)
+    assert "transient float32 s" in sums_in_a_loop.explain(x, 3)
+    got, want = sums_in_a_loop(x, 3), float(sums_in_a_loop.py_func(x, 3))
+    assert abs(got - want) <= 1e-5 * abs(want)
+    g = grad(sums_in_a_loop, "x")(x, 3)
+    assert g.dtype == np.float32 and np.allclose(g, 6.0 * x, rtol=1e-6)
+
+
+@kernel
+def affine(A, B, c):
+    return (A @ B + c) * 0.5
+
+
+def test_matrix_products_of_float32_are_float32():
+    rng = rng_for("affine")
+    A, B = rng.random((5, 4), dtype=np.float32), rng.random((4, 3), dtype=np.float32)
+    c = rng.random(3, dtype=np.float32)
+    got, want = affine(A, B, c), affine.py_func(A, B, c)
+    assert got.dtype == want.dtype == np.float32
+    np.testing.assert_allclose(got, want, rtol=1e-6)   # dgemm rounded vs NumPy's sgemm
+    _gradient_agrees_with_float64(affine, (A, B, c), ("A", "B", "c"))
 
 
 # ---- NumPy-style kernels ---------------------------------------------------------------------

@@ -359,6 +359,60 @@ def test_crc_like_loop_over_uint8_data():
 
 
 @kernel
+def crc8(data, poly=0x07):
+    """CRC-8, most significant bit first: the running value a local that becomes a
+    NumPy uint8 at its first xor with a byte, as in NumPy."""
+    crc = 0
+    for b in data:
+        crc ^= b
+        for s in range(8):
+            if crc & 0x80:
+                crc = (crc << 1) ^ poly
+            else:
+                crc <<= 1
+    return crc
+
+
+@kernel
+def parity_words(data, out):
+    """A Python-int local (int64 here) accumulating shifted bytes, folded by xor."""
+    for i in range(data.shape[0] // 4):
+        word = 0
+        for k in range(4):
+            word = (word << 8) | int(data[4 * i + k])       # a Python int throughout
+        word ^= word >> 16
+        word ^= word >> 8
+        out[i] = word & 0xFF
+
+
+@kernel
+def int_quotients(x, out, idx):
+    s = 0
+    t = 0
+    for i in range(x.shape[0]):
+        s = s + 7
+        t = t + 2
+    out[0] = s / t                                  # true division of two int locals
+    out[1] = idx[1] / idx[2] + x[0] / t
+    return s / t
+
+
+def test_true_division_of_integers_is_a_float_one():
+    idx = np.array([0, 7, 2])
+    r1, r2, _ = same_as_numpy(int_quotients, np.ones(3), np.zeros(2), idx)
+    assert r1 == r2 == 3.5
+
+
+def test_integer_locals_take_numpys_types():
+    data = rng_for("crc8").integers(0, 256, 200).astype(np.uint8)
+    r1, r2, _ = same_as_numpy(crc8, data)
+    assert r1 == r2 and isinstance(r1, int)
+    assert "transient uint8 crc" in crc8.explain(data)
+    same_as_numpy(parity_words, data, np.zeros(50, np.int32))
+    assert "transient int64 word" in parity_words.explain(data, np.zeros(50, np.int32))
+
+
+@kernel
 def pairing(seq, table):
     """A Nussinov-like int32 dynamic programme with max()."""
     n = seq.shape[0]

@@ -151,7 +151,7 @@ class CPrinter(C99CodePrinter):
     # computed in uint64_t (wrapping modulo 2**64, never C's undefined signed overflow)
     # and truncated to the dtype's width: NumPy's wrap-around.
     def _int_cast(self, expr):
-        t = INT_C_TYPES[expr.dtype]
+        t = C_TYPES[expr.dtype]
         bits = 8 * np.dtype(expr.dtype).itemsize
         return f"(({t})({self._integer(expr.args[0], bits)}))"
 
@@ -250,9 +250,10 @@ class CPrinter(C99CodePrinter):
         return "0"
 
 
-INT_C_TYPES = {"int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "int64": "int64_t",
-               "uint8": "uint8_t", "uint16": "uint16_t", "uint32": "uint32_t",
-               "uint64": "uint64_t"}
+# C types of the containers' dtypes (and of the integer casts)
+C_TYPES = {"float64": "double", "float32": "float", "int64": "int64_t", "int32": "int32_t",
+           "int16": "int16_t", "int8": "int8_t", "uint64": "uint64_t", "uint32": "uint32_t",
+           "uint16": "uint16_t", "uint8": "uint8_t", "bool": "uint8_t"}
 
 # Python's and NumPy's functions of sdfg/arithmetic.py: C helpers of both preambles.
 HELPERS = {fp.py_max: "sc_pymax", fp.py_min: "sc_pymin", fp.np_maximum: "sc_max",

@@ -666,9 +666,8 @@ def _average(b, node, args):
 # ---- scans: cumsum, cumprod, ufunc.accumulate ---------------------------------------------
 def _cumulative(combine):
     def handler(b, node, args):
-        a = b.expr(_required(b, node, args, "a"))
-        _check_dtype(b, args)
-        axis = _one_axis(b, args.get("axis"), a.rank, node)
+        a = _converted(b.expr(_required(b, node, args, "a")), _check_dtype(b, args, None))
+        axis = _one_axis(b, args.get("axis"), a.rank, node)     # in dtype= if given
         return _scan(b, node, a, axis, combine)
     return handler
 
@@ -785,7 +784,10 @@ def _new_axis(p, axis):
 
 
 def _concatenate(b, node, args):
-    _check_dtype(b, args)
+    return _converted(_concatenated(b, node, args), _check_dtype(b, args, None))
+
+
+def _concatenated(b, node, args):
     parts = _parts(b, node, _required(b, node, args, "arrays"))
     axis = args.get("axis", ast.Constant(0))
     if isinstance(axis, ast.Constant) and axis.value is None:
@@ -794,23 +796,22 @@ def _concatenate(b, node, args):
 
 
 def _stack(b, node, args):
-    _check_dtype(b, args)
     parts = _parts(b, node, _required(b, node, args, "arrays"))
-    return _stacked(b, node, parts, _constant_int(b, args["axis"]) if "axis" in args else 0)
+    axis = _constant_int(b, args["axis"]) if "axis" in args else 0
+    return _converted(_stacked(b, node, parts, axis), _check_dtype(b, args, None))
 
 
 def _hstack(b, node, args):
-    _check_dtype(b, args)
     parts = [_at_least(b, node, p, 1) for p in
              _parts(b, node, _required(b, node, args, "tup"))]
-    return _joined(b, node, parts, 0 if parts[0].rank == 1 else 1)
+    return _converted(_joined(b, node, parts, 0 if parts[0].rank == 1 else 1),
+                      _check_dtype(b, args, None))
 
 
 def _vstack(b, node, args):
-    _check_dtype(b, args)
     parts = [_at_least(b, node, p, 2) for p in
              _parts(b, node, _required(b, node, args, "tup"))]
-    return _joined(b, node, parts, 0)
+    return _converted(_joined(b, node, parts, 0), _check_dtype(b, args, None))
 
 
 def _at_least(b, node, p, rank):
@@ -839,8 +840,12 @@ def _array(copy):
 def _arange(b, node, args):
     """``np.arange``: integer bounds make integer elements ``start + k * step`` (constant
     step); float bounds must be constants, and the elements are NumPy's
-    ``start + k * ((start + step) - start)`` (``start + step`` the second)."""
-    _check_dtype(b, args)
+    ``start + k * ((start + step) - start)`` (``start + step`` the second); ``dtype=``
+    converts them."""
+    return _converted(_range(b, node, args), _check_dtype(b, args, None))
+
+
+def _range(b, node, args):
     given = [args.get(k) for k in ("start", "stop", "step")]
     if given[1] is None:                                    # np.arange(stop)
         given = [None, given[0], given[2]]

@@ -24,7 +24,7 @@ from ..sdfg import State
 from ..sdfg import arithmetic as fp
 from .array_shapes import (AXES, ONE, ArrayExpr, broadcast_to, fmt_shape, number, reshape,
                            transpose)
-from .dtypes import FLOAT64
+from .dtypes import FLOAT32, FLOAT64, is32, promote, value_dtype
 from .array_stores import store, temporary
 
 
@@ -51,7 +51,8 @@ def matmul(b, node, left, right):
     m = a_dims[1] if trans_a else a_dims[0]
     n = c_dims[0] if trans_c else c_dims[1]
     shape = (m,) * (left.rank == 2) + (n,) * (right.rank == 2)
-    return _product(b, node, shape, (m, n), (a, a_dims, trans_a), (c, c_dims, trans_c))
+    return _in_dtype(b, _product(b, node, shape, (m, n), (a, a_dims, trans_a),
+                                 (c, c_dims, trans_c)), left, right)
 
 
 def _product(b, node, shape, dims, a, c):
@@ -71,7 +72,17 @@ def _stacked(b, node, left, right):
     c, c_dims, trans_c = _operand(b, node, right, column=True)
     n = c_dims[0] if trans_c else c_dims[1]
     shape = left.shape[:-1] + (n,) * (right.rank == 2)
-    return _product(b, node, shape, (rows, n), (a, (rows, k), False), (c, c_dims, trans_c))
+    return _in_dtype(b, _product(b, node, shape, (rows, n), (a, (rows, k), False),
+                                 (c, c_dims, trans_c)), left, right)
+
+
+def _in_dtype(b, product, left, right):
+    """The float64 product of float32 operands rounded to float32, the dtype NumPy's
+    product has (computed in float64 by dgemm, so more exactly than NumPy's sgemm)."""
+    if not is32(promote(value_dtype(b, left), value_dtype(b, right))):
+        return product
+    return ArrayExpr(product.shape, lambda index: fp.as_float32(product.at(index),
+                                                                evaluate=False), dtype=FLOAT32)
 
 
 def _count(sizes):

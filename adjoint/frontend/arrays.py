@@ -24,15 +24,13 @@ from .array_shapes import (AXES, ONE, ArrayExpr, MaskValue, View, ViewValue, bro
                            fmt_shape, number, same_size, slice_axis, subscript, transpose,
                            truth)
 from ..sdfg import arithmetic as fp
-from .expressions import COMPARE, DataValue, ExpressionBuilder, IntValue, real
+from .expressions import BITS, COMPARE, DataValue, ExpressionBuilder, IntValue, real
 from .functions import floordiv, python_mod
 
 ARITHMETIC = {ast.Add: fp.add, ast.Sub: fp.sub, ast.Mult: fp.mul, ast.Div: fp.div,
               ast.Pow: lambda a, b: fp.power(a, b, array=True),
               ast.FloorDiv: lambda a, b: floordiv(a, b) if _integers(a, b) else fp.py_floordiv(a, b),
               ast.Mod: lambda a, b: python_mod(a, b) if _integers(a, b) else fp.py_mod(a, b)}
-BITS = {ast.BitAnd: fp.bit_and, ast.BitOr: fp.bit_or, ast.BitXor: fp.bit_xor,
-        ast.LShift: fp.shift_left, ast.RShift: fp.shift_right}
 LOGICAL = {ast.BitAnd: fp.logical(sp.And), ast.BitOr: fp.logical(sp.Or),
            ast.BitXor: fp.logical(sp.Xor)}
 
@@ -87,6 +85,17 @@ def is_array_subscript(scope, node):
     if isinstance(binding, DataValue) and len(items) < len(binding.container.shape):
         return True                     # A[i] of a matrix: a row
     return any(_is_array_item(scope, item) for item in items)
+
+
+def _of_dtype(value, dtype):
+    """An element of a new array (``np.zeros(N)``, ``np.linspace``) as an array of the
+    float dtype it was made in, not the Python number its elements are built from
+    (``np.linspace(0.0, 1.0, N) * x32`` is float64 in NumPy; dtypes.py reads the cast)."""
+    if dtype is None or dtype.kind != "f" or any(not s.is_integer for s in
+                                                  getattr(value, "free_symbols", ())):
+        return value
+    cast = fp.as_float32 if dtype == np.float32 else fp.as_float64
+    return cast(value, evaluate=False)
 
 
 def _no_negative_shift(src, node, op, count):
@@ -377,10 +386,12 @@ class ArrayBuilder:
         each element passed through ``convert`` first."""
         args = [a if isinstance(a, ArrayExpr) else self.expr(a) for a in operands]
         shape = self.broadcast_shape(node, [a.shape for a in args])
+        named = [a.dtype if a.view is None else None for a in args]
         args = [broadcast_to(a, shape) for a in args]
 
         def at(index):
-            return real(self.src, node, fn(*(convert(a.at(index)) for a in args)))
+            values = [_of_dtype(convert(a.at(index)), d) for a, d in zip(args, named)]
+            return real(self.src, node, fn(*values))
         return ArrayExpr(shape, at, boolean)
 
     def broadcast_shape(self, node, shapes):

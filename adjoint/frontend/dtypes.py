@@ -27,7 +27,7 @@ from sympy.core.function import AppliedUndef
 
 from ..errors import KernelSyntaxError
 from ..sdfg import arithmetic as fp
-from ..sdfg.nodes import LOAD, MapScope, Tasklet
+from ..sdfg.nodes import MapScope, Tasklet
 from ..sdfg.visit import Transformer
 
 
@@ -109,12 +109,10 @@ def _dtype(e, of_symbol, memo):
         return FLOAT64
     if isinstance(e, fp.IntCast):
         return np.dtype(e.dtype)
-    if isinstance(e, AppliedUndef) and type(e).__name__.startswith(LOAD):
-        return of_symbol(e)                         # an element of an integer array
     if not isinstance(e, sp.Expr):
         return None                                 # conditions
-    if all(s.is_integer for s in e.free_symbols) and not e.has(sp.Float, AppliedUndef):
-        return WEAK_INT                             # sizes, loop variables: Python ints
+    if all(s.is_integer for s in e.free_symbols) and not e.has(sp.Float):
+        return WEAK_INT     # sizes, loop variables, int(idx[k]) (a load): Python ints
     if isinstance(e, sp.Piecewise):
         return promote(*(dtype_of(a.expr, of_symbol, memo) for a in e.args))
     args = [dtype_of(a, of_symbol, memo) for a in e.args]
@@ -167,7 +165,7 @@ def rounded(expr, of_symbol):
     def convert(new, old, target):
         """An operand converted to its operation's dtype."""
         d = dtype_of(old, of_symbol, memo)
-        if same(d, target) or not isinstance(target, np.dtype):
+        if same(d, target) or target is None or target is WEAK_INT:
             return new
         if is32(target):
             if isinstance(new, sp.Integer) and abs(int(new)) <= 2 ** 24:
@@ -175,12 +173,15 @@ def rounded(expr, of_symbol):
             if isinstance(new, (sp.Number, sp.NumberSymbol)):
                 return sp.Float(float(np.float32(float(new))), precision=53)
             return fp.as_float32(new, evaluate=False)
-        if isinstance(new, sp.Integer) and target.kind in "iu":
+        if isinstance(new, sp.Integer) and isinstance(target, np.dtype) and target.kind in "iu":
             info = np.iinfo(target)
             if not info.min <= int(new) <= info.max:
                 raise DtypeError(f"the Python integer {new} is out of the range of {target} "
                                  "(NumPy raises OverflowError)")
-        if not isinstance(d, np.dtype):
+        if d is WEAK_INT and (target is WEAK_FLOAT or target.kind == "f") and any(
+                not s.is_integer for s in new.free_symbols):
+            return fp.as_float64(new, evaluate=False)   # an int local: not C's int division
+        if not isinstance(d, np.dtype) or not isinstance(target, np.dtype):
             return new                                  # Python numbers: exact here
         if target.kind == "f":
             return fp.as_float64(new, evaluate=False) if d.kind in "iu" else new
@@ -272,6 +273,8 @@ def assign(body, containers, inferred, weak, filename="<kernel>"):
     for name, d in found.items():
         if is32(d) or isinstance(d, np.dtype) and d.kind in "iu":
             out[name] = _with_dtype(containers[name], d)
+        elif d is WEAK_INT and containers[name].is_scalar:     # a Python int: int64 is exact
+            out[name] = _with_dtype(containers[name], np.dtype(np.int64))
     return _Rounding(out, found, weak, filename).region(body), out
 
 
@@ -312,23 +315,18 @@ def _symbol_dtypes(tasklet, containers, found, weak):
     memlets = dict(tasklet.inputs)
 
     def of(symbol):
-        name = memlets[symbol].data if symbol in memlets else _loaded(symbol)
+        name = memlets[symbol].data if symbol in memlets else None
         if name is None:
             return WEAK_FLOAT
         if name in weak:
             return WEAK_FLOAT
         if name in found:
             d = found[name]
-            if not isinstance(d, np.dtype):         # held exactly in a float64 container
-                return WEAK_FLOAT if containers[name].is_scalar else FLOAT64
+            if not isinstance(d, np.dtype):         # held exactly (ints in int64)
+                return (d or WEAK_FLOAT) if containers[name].is_scalar else FLOAT64
             return d if is32(d) or d.kind in "iu" else FLOAT64
         return containers[name].dtype
     return of
-
-
-def _loaded(e):
-    name = type(e).__name__
-    return name[len(LOAD):] if isinstance(e, AppliedUndef) and name.startswith(LOAD) else None
 
 
 class _Rounding(Transformer):

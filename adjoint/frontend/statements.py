@@ -19,14 +19,16 @@ from .calls import (assign_results, call_statement, callee_of, local_function,
                     lower_return, plain_function_hint, returns_integer, store_value,
                     unpack_call)
 from ..sdfg import arithmetic as fp
-from .expressions import DataValue, ExpressionBuilder, IntValue
+from .expressions import BITS, DataValue, ExpressionBuilder, IntValue
 from . import dtypes
 from .locals import classify_locals
 from .loops import LoopLowering
 from .outside import bind_arrays, integer_names
 
 RESULT = "__return"
-AUG_OPS = {ast.Add: fp.add, ast.Sub: fp.sub, ast.Mult: fp.mul, ast.Div: fp.div}
+AUG_OPS = {ast.Add: fp.add, ast.Sub: fp.sub, ast.Mult: fp.mul, ast.Div: fp.div,
+           ast.FloorDiv: fp.py_floordiv, ast.Mod: fp.py_mod,     # of data (numbers, elements)
+           **{op: (lambda f: lambda a, b: fp.bits(f, a, b))(f) for op, f in BITS.items()}}
 
 
 class KernelBuilder(LoopLowering):
@@ -102,7 +104,7 @@ class KernelBuilder(LoopLowering):
     def build(self) -> SDFG:
         body = self.block(self.src.tree.body, top=True)
         self.binds.check_aliases(self.src, body)
-        self._check_integer_arrays_are_read_only(body)
+        self._check_integer_writes(body)
         self._check_outside_read_only(body)
         self._check_values_are_real(body)
         assumptions = tuple((c, line, self.src.speak(m)) for c, line, m in self.arrays.assumptions)
@@ -143,7 +145,7 @@ class KernelBuilder(LoopLowering):
                                         "(1e30)",
                                         self.src.filename, line, 1)
 
-    def _check_integer_arrays_are_read_only(self, body):
+    def _check_integer_writes(self, body):
         """Boolean arrays (masks) are read-only; integer arrays the kernel writes may not
         provide indices, whose bounds are checked from the values on entry."""
         written = set()
@@ -350,7 +352,8 @@ class KernelBuilder(LoopLowering):
     def _stmt_AugAssign(self, stmt):
         if type(stmt.op) not in AUG_OPS:
             raise self.src.error(stmt, f"augmented assignment `{_first_line(stmt)}`: only "
-                                       "+=, -=, *= and /= are supported")
+                                       "+=, -=, *=, /=, //=, %=, &=, |=, ^=, <<= and >>= "
+                                       "are supported")
         return self._assign(stmt, stmt.target, stmt.value, AUG_OPS[type(stmt.op)])
 
     def _stmt_AnnAssign(self, stmt):
@@ -566,7 +569,7 @@ def _index_expressions(body):
             yield from ((e, region.line) for e in (region.start, region.stop, region.step)
                         if e is not None)
         elif isinstance(region, ConditionalRegion):
-            yield from ((c, 0) for c, _ in region.branches if c is not None)
+            yield from ((c, region.line) for c, _ in region.branches if c is not None)
 
 
 def _is_docstring(stmt):

@@ -54,7 +54,9 @@ def reassociating(on):
 def _exact(*xs):
     """Whether sympy may evaluate an operation on these operands: on Python integers
     (sympy calls the float 2.0 an integer too) or where reassociation is on."""
-    return _REASSOCIATE.get() or all(x.is_integer and not x.has(sp.Float) for x in xs)
+    # Floats first: sympy's is_integer of some unevaluated sums of Floats, such as
+    # (1.0 - 1*0.0)/(N - 1), raised InconsistentAssumptions in some runs
+    return _REASSOCIATE.get() or all(not x.has(sp.Float) and x.is_integer for x in xs)
 
 
 def add(a, b):
@@ -311,8 +313,10 @@ class as_float64(sp.Function):
 class _Bits(sp.Function):
     """An integer bit operation (``& | ^ ~ << >>``) as NumPy computes it in its operands'
     dtype (``frontend/dtypes.py`` casts to it); no derivative."""
-    is_integer = True
     c_op = ""
+
+    def _eval_is_integer(self):         # not the class attribute: sympy's deductions
+        return True                     # for it depended on the hash seed
 
     def fdiff(self, argindex=1):
         return sp.Integer(0)
@@ -358,8 +362,10 @@ class IntCast(sp.Function):
     """A value converted to an integer dtype (``cls.dtype``) with NumPy's wrap-around:
     the integer operation inside computed modulo 2**64 and truncated to the width.
     One subclass per dtype (``INT_CASTS``); inserted by ``frontend/dtypes.py``."""
-    is_integer = True
     dtype = None
+
+    def _eval_is_integer(self):
+        return True
 
     def fdiff(self, argindex=1):
         return sp.Integer(0)
