@@ -290,8 +290,9 @@ class Specialization:
             mem.close(held)
         if status <= FAILED:                    # a library call failed
             raise self.failed(FAILED - status)
-        result = returned_value({name: float(buffers[k][0]) if shape is None else
-                                 buffers[k].reshape(shape) for k, name, shape in plan.returns}) \
+        result = returned_value({name: number(buffers[k][0]) if shape is None else
+                                 buffers[k].reshape(shape)
+                                 for k, name, shape, number in plan.returns}) \
             if plan.single is None else float(buffers[plan.single][0])
         if plan.framed:
             plan.frames.append(frame)
@@ -418,7 +419,9 @@ class ForwardPlan:
                 how = None
             elif c.name in spec.sdfg.returns:
                 how = "returned"
-                self.returns.append((k, c.name, None if c.is_scalar else spec.shape(c, syms)))
+                number = int if dtype.kind in "iu" else float   # a returned scalar's type
+                self.returns.append((k, c.name, None if c.is_scalar else spec.shape(c, syms),
+                                     number))
             else:
                 filled = c.name in spec.filled_first and dtype == np.float64
                 how = "filled" if filled else "zeros"
@@ -428,8 +431,8 @@ class ForwardPlan:
         order = {n: k for k, n in enumerate(spec.sdfg.returns)}
         self.returns.sort(key=lambda r: order[r[1]])     # in the order the kernel returns
         # the buffer of the one number a kernel returns, the common case
-        self.single = self.returns[0][0] if [r[1:] for r in self.returns] == [(RESULT, None)] \
-            else None
+        self.single = self.returns[0][0] if [r[1:] for r in self.returns] == \
+            [(RESULT, None, float)] else None
         self.framed = not on_device(spec.forward.module) and all(
             size * dtype.itemsize < SMALL for _, size, dtype, how in self.slots
             if how in ("zeros", "filled"))

@@ -66,7 +66,7 @@ def test_repeated_calls_bind_once_and_take_sizes_from_the_cache(monkeypatch):
     shapes; the next ones do neither (each call did both before)."""
     binds, shapes = [], []
     real_bind, real_at = arguments.bind, api.Specialization._at
-    monkeypatch.setattr(arguments, "bind", lambda *a: binds.append(1) or real_bind(*a))
+    monkeypatch.setattr(arguments, "bind", lambda *a, **kw: binds.append(1) or real_bind(*a, **kw))
     monkeypatch.setattr(api.Specialization, "_at",
                         lambda self, *a: shapes.append(1) or real_at(self, *a))
     k = kernel(doubled.__wrapped__)
