@@ -154,3 +154,20 @@ def test_unpacking_rows_checks_the_count_per_call():
 def _two_rows(A):
     a, b = A
     return np.sum(a * b)
+
+
+def _rows_then_a_tuple(cpos, N):
+    force = np.zeros((N, 2))
+    for i in range(1, N):
+        dx, dy = cpos[i] - cpos[i - 1]          # unpacked rows: subscripts the engine made
+        force[i, 0] = dx * dy
+    force[0] = force[-1] = 0, 0                 # a tuple stored into rows: not supported
+    return force
+
+
+def test_an_error_after_unpacked_rows_names_its_line():
+    """The subscripts that unpacking rows builds carry the line (an error reaching one
+    named no line: AttributeError 'Constant' object has no attribute 'lineno')."""
+    line = _rows_then_a_tuple.__code__.co_firstlineno + 5
+    with pytest.raises(KernelSyntaxError, match=rf"test_assignment_forms.py:{line}:"):
+        kernel(_rows_then_a_tuple)(np.ones((4, 2)), 4)

@@ -319,8 +319,7 @@ class KernelBuilder(LoopLowering):
         """The value nodes of ``targets = value``: a tuple's elements or ``A.shape[k]``."""
         if isinstance(value, ast.Attribute) and value.attr == "shape":
             rank = ArrayBuilder(ExpressionBuilder(self, self.scope)).expr(value.value).rank
-            values = [ast.copy_location(ast.Subscript(value, ast.Constant(k), ast.Load()),
-                                        value) for k in range(rank)]
+            values = [_item(value, k) for k in range(rank)]
         elif isinstance(value, (ast.Tuple, ast.List)) and \
                 not any(isinstance(e, ast.Starred) for e in value.elts):
             values = value.elts
@@ -346,8 +345,7 @@ class KernelBuilder(LoopLowering):
                                        "kernel call; this is a single number")
         b.agree(stmt, v.shape[0], sp.Integer(count), v.shape, (count,),
                 "array and names")
-        return [ast.copy_location(ast.Subscript(value, ast.Constant(k), ast.Load()), value)
-                for k in range(count)]
+        return [_item(value, k) for k in range(count)]
 
     def _stmt_AugAssign(self, stmt):
         if type(stmt.op) not in AUG_OPS:
@@ -585,3 +583,8 @@ def parse(src, name, types) -> SDFG:
     """Lower the kernel's AST to an SDFG for the given argument types."""
     return KernelBuilder(src, name, types).build()
 
+
+def _item(value, k):
+    """``value[k]``, every node of it at ``value``'s place in the source (errors name it)."""
+    return ast.copy_location(ast.Subscript(value, ast.copy_location(ast.Constant(k), value),
+                                           ast.Load()), value)
