@@ -27,6 +27,7 @@ class Call:
     def __init__(self, k, examples, operands, options=None):
         self.kernel = k = kernel(k)
         self.options = dict(options or {})
+        self._backwards = {}            # specialisation -> its backward for these outputs
         self.spec = spec = k.specialize(examples)
         sdfg = spec.sdfg
         self.names = [a.name for a in sdfg.arguments]
@@ -114,12 +115,14 @@ class Call:
         once (as ``value_and_grad`` runs it), so nothing is copied for a second pullback
         (``vjp`` copies its outputs, the arguments its pullback reads and, per pullback,
         the written state)."""
-        args = self.arguments(operands)
-        spec = self.kernel.specialize(args)
-        backward = spec.backward(spec.floating, set(spec.written_arrays) | set(self.returns))
+        spec, binding, args = self.kernel.bound(self.arguments(operands))
+        backward = self._backwards.get(spec)
+        if backward is None:
+            backward = self._backwards[spec] = spec.backward(
+                spec.floating, set(spec.written_arrays) | set(self.returns))
         sweep = Sweep(spec, backward, args, budget=self.options.get("memory_budget"),
                       policy=self.options.get("policy"),
-                      snapshots=self.options.get("snapshots"))
+                      snapshots=self.options.get("snapshots"), binding=binding)
         spec.last_sweep = sweep                     # for explain()
         wanted = [self.names[p] for p in self.floating]
         seeds = dict(zip(self.returns + [self.names[p] for p in self.written], cotangents))
