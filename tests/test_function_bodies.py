@@ -37,9 +37,27 @@ def lambdas(u):
     return np.sum(sq(shift(u, 2))) + np.sum(sq(u))
 
 
+def _piecewise(x):
+    if x > 1.0:
+        return 2.0 * x
+    elif x < -1.0:
+        return -x
+    return x * x
+
+
+def returns_in_branches(u):
+    """A helper choosing among returns (``if/elif`` with a final return): one
+    conditional expression, as Python evaluates it."""
+    s = 0.0
+    for i in range(u.shape[0]):
+        s += _piecewise(u[i])
+    return s
+
+
 CASES = [(commented, lambda r: (r.random(6),)),
          (nested_def, lambda r: (r.random(8), 1.5)),
-         (lambdas, lambda r: (r.random(7),))]
+         (lambdas, lambda r: (r.random(7),)),
+         (returns_in_branches, lambda r: (r.uniform(-3, 3, 9),))]
 
 
 @pytest.mark.parametrize("f, make", CASES, ids=[c[0].__name__ for c in CASES])
@@ -182,3 +200,43 @@ def test_iteration_over_arrays_as_python():
     assert kernel(iterations)(*got) == pytest.approx(iterations(*want), rel=1e-14)
     assert all(np.array_equal(g, w) for g, w in zip(got, want))
     check_vjp_and_jvp(kernel(iterations), iterations, args, rng)
+
+
+def _match(b1, b2):
+    if b1 + b2 == 3:
+        return 1
+    else:
+        return 0
+
+
+def pairs(seq, table):
+    """NPBench nussinov's helper style: an integer from if/else returns."""
+    table[0] = _match(seq[0], seq[1])
+    for i in range(1, seq.shape[0] - 1):
+        table[i] = table[i - 1] + _match(seq[i], seq[i + 1])
+
+
+def test_integer_helper_with_returns_in_both_branches():
+    seq = rng_for("pairs").integers(0, 4, 40).astype(np.int32)
+    got, want = np.zeros(39, np.int32), np.zeros(39, np.int32)
+    kernel(pairs)(seq, got)
+    pairs(seq, want)
+    np.testing.assert_array_equal(got, want)
+
+
+def _early(x):
+    if x > 0.0:
+        y = 2.0 * x
+        return y
+    return x
+
+
+def early_return(u):
+    return np.sum(u) + _early(u[0])
+
+
+def test_a_return_after_other_statements_in_a_branch_is_refused_naming_the_line():
+    line = _early.__code__.co_firstlineno + 3
+    with pytest.raises(KernelSyntaxError, match=rf"test_function_bodies.py:{line}:.*last "
+                                                "statement"):
+        kernel(early_return)(np.ones(3))

@@ -195,6 +195,10 @@ class KernelBuilder(LoopLowering):
                 stmts[k:k + 1 if not returns else len(stmts)] = taken    # the rest: dead
                 k -= 1
                 continue
+            chosen = _returned_value(stmts[k:]) if top and isinstance(stmt, ast.If) else None
+            if chosen is not None:      # `if c: return a` / `else: return b`: one return
+                stmts[k:] = [ast.copy_location(ast.Return(chosen), stmt)]
+                stmt = stmts[k]
             if isinstance(stmt, ast.Return) and not (top and k == len(stmts) - 1):
                 raise self.src.error(stmt, "`return` must be the last statement of the kernel")
             elements.extend(self.statement(stmt))
@@ -588,3 +592,21 @@ def _item(value, k):
     """``value[k]``, every node of it at ``value``'s place in the source (errors name it)."""
     return ast.copy_location(ast.Subscript(value, ast.copy_location(ast.Constant(k), value),
                                            ast.Load()), value)
+
+
+def _returned_value(stmts):
+    """The value ``stmts`` return when they are only a choice of returns -- ``if c:
+    return a`` then ``else: return b`` or a final ``return b``, ``elif`` chains too -- as
+    one conditional expression ``a if c else b`` (Python evaluates only the branch it
+    takes, as C's ``c ? a : b`` does); None for anything else."""
+    if not stmts:
+        return None
+    first, rest = stmts[0], stmts[1:]
+    if isinstance(first, ast.Return):
+        return first.value                  # what follows a return never runs
+    if not isinstance(first, ast.If):
+        return None
+    taken, other = _returned_value(first.body + rest), _returned_value(first.orelse + rest)
+    if taken is None or other is None:
+        return None
+    return ast.copy_location(ast.IfExp(first.test, taken, other), first)
