@@ -14,8 +14,8 @@ import pytest
 
 from adjoint import (AdjointError, ArgumentError, BoundsError, KernelSyntaxError, float32,
                      float64, grad, jvp, kernel, symbol, value_and_grad, vjp)
-from kernel_testing import (arg_names, assert_arrays_close, assert_close_scalar, copy_args,
-                            fd_atol, fd_directional, inner, random_direction, rng_for,
+from kernel_testing import (arg_names, assert_arrays_close, assert_close_scalar,
+                            check_vjp_and_jvp, copy_args, fd_atol, fd_directional, inner, random_direction, rng_for,
                             run_reference)
 
 N = symbol("N")
@@ -644,3 +644,49 @@ def test_cotangent_of_an_array_the_kernel_only_reads_is_its_own():
     assert_arrays_close(both["L"], alone["L"], 1e-14)
     with pytest.raises(ArgumentError, match="only reads"):
         pullback({"y": cx})
+
+
+# ---- f(*A): an array's rows or a tuple spread into named parameters -----------------------
+def _ikeda_parts(x, y):
+    s = 1 + x**2 + y**2
+    t = 0.4 - 6 / s
+    return s, t, x * np.cos(t) - y * np.sin(t), x * np.sin(t) + y * np.cos(t)
+
+
+def ikeda_like(x, u):
+    """DAPPER's Ikeda step style: ``aux(*x)`` on a state of two values."""
+    s, t, x1, y1 = _ikeda_parts(*x)
+    return np.array([1 + u * x1, u * y1])
+
+
+def _affine(a, b, c):
+    return a * b + c
+
+
+def spread_forms(x, c):
+    return _affine(*x, c=c) + _affine(*(x[1], 2.0), c)
+
+
+@pytest.mark.parametrize("k, make", [
+    (ikeda_like, lambda r: (r.standard_normal(2) * 0.5, 0.9)),
+    (spread_forms, lambda r: (r.standard_normal(2), 1.5))],
+    ids=["rows", "tuple_and_keyword"])
+def test_a_starred_argument_spreads_into_the_parameters(k, make):
+    args = make(rng_for(k.__name__))
+    np.testing.assert_array_equal(kernel(k)(*copy_args(args)), k(*copy_args(args)))
+    check_vjp_and_jvp(kernel(k), k, args, rng_for(k.__name__, 1))
+
+
+def test_a_starred_array_of_another_length_fails_naming_the_call():
+    line = ikeda_like.__code__.co_firstlineno + 2
+    with pytest.raises(BoundsError, match=rf"test_calls.py:{line}:.*x.shape\[0\]=3"):
+        kernel(ikeda_like)(np.ones(3), 0.9)
+
+
+def _two_stars(x, y):
+    return _affine(*x, *y)
+
+
+def test_two_starred_arguments_are_refused_naming_the_line():
+    with pytest.raises(KernelSyntaxError, match=r"test_calls.py:\d+:\d+: `_affine\(\*x, \*y\)`"):
+        kernel(_two_stars)(np.ones(2), np.ones(1))

@@ -456,16 +456,43 @@ class _Inliner:
                                                "and use r")
 
     # ---- parameters --------------------------------------------------------------------
+    def _starred(self, node, sig):
+        """The call's positional arguments with one ``*A`` spread: a tuple's elements, or
+        the rows of an array as many as the callee's positional parameters left (``aux(*x)``
+        with ``def aux(x, y)``: x[0], x[1], with len(x) == 2 checked per call)."""
+        stars = [k for k, a in enumerate(node.args) if isinstance(a, ast.Starred)]
+        positional = [p for p in sig.parameters.values() if p.kind in (
+            inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+        if not stars:
+            if any(k.arg is None for k in node.keywords):
+                raise self.caller.error(node, f"`{_short(node)}`: **kwargs in calls are not "
+                                              "supported; pass each argument")
+            return node.args
+        if len(stars) > 1 or any(k.arg is None for k in node.keywords) or any(
+                p.kind == inspect.Parameter.VAR_POSITIONAL for p in sig.parameters.values()):
+            raise self.caller.error(node, f"`{_short(node)}`: one *A into a function of "
+                                          "named parameters is supported, not more; pass "
+                                          "each argument")
+        k, value = stars[0], node.args[stars[0]].value
+        named = {kw.arg for kw in node.keywords}
+        count = len([p for p in positional[k:] if p.name not in named]) - \
+            (len(node.args) - k - 1)
+        if isinstance(value, (ast.Tuple, ast.List)):
+            spread = value.elts
+        elif count < 1:
+            raise self.caller.error(node, f"`{_short(node)}`: {self.name}() has no parameter "
+                                          "left for *" + ast.unparse(value))
+        else:
+            spread = self.kernel.rows(node, value, count)
+        return node.args[:k] + list(spread) + node.args[k + 1:]
+
     def _bind_parameters(self):
         """{parameter: argument AST node} from the call's positional and keyword arguments."""
         node = self.node
-        if any(isinstance(a, ast.Starred) for a in node.args) or \
-                any(k.arg is None for k in node.keywords):
-            raise self.caller.error(node, f"`{_short(node)}`: *args and **kwargs in calls are "
-                                          "not supported; pass each argument")
         sig = inspect.signature(self.func, follow_wrapped=False)    # a wrapper's own
+        args = self._starred(node, sig)
         try:
-            bound = sig.bind(*node.args, **{k.arg: k.value for k in node.keywords})
+            bound = sig.bind(*args, **{k.arg: k.value for k in node.keywords})
         except TypeError as exc:
             raise self.caller.error(node, f"`{_short(node)}`: {exc}; {self.name}"
                                           f"{_signature_text(sig)}") from None

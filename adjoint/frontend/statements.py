@@ -329,7 +329,7 @@ class KernelBuilder(LoopLowering):
             values = value.elts
         elif isinstance(value, (ast.Name, ast.Subscript, ast.Attribute, ast.Call, ast.BinOp,
                                 ast.UnaryOp)):
-            values = self._rows(stmt, value, count)     # an array's rows
+            values = self.rows(stmt, value, count)      # an array's rows
         else:
             raise self.src.error(stmt, f"`{_first_line(stmt)}`: unpack a tuple of values "
                                        "(`a, b = b, a`), an array's rows, `A.shape` or a "
@@ -339,8 +339,9 @@ class KernelBuilder(LoopLowering):
                                        f"{'s' if len(values) != 1 else ''} into {count} names")
         return values
 
-    def _rows(self, stmt, value, count):
-        """``x, y, z = A``: A[0], A[1], A[2], with len(A) == 3 checked per call."""
+    def rows(self, stmt, value, count):
+        """``x, y, z = A`` (and ``f(*A)``): A[0], A[1], A[2], with len(A) == 3 checked per
+        call."""
         b = ArrayBuilder(ExpressionBuilder(self, self.scope))
         v = b.expr(value)
         if not v.rank:
