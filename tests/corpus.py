@@ -426,6 +426,22 @@ def make_smooth_unannotated(rng, n=7):
 
 # ------------------------------------------------------------------------ the corpus
 
+# ---- kernels the interop tests (tests/test_interop_*.py) share: a returned tuple, and an
+# argument written in place with nothing returned
+@kernel
+def step_and_energy(u: float64[N], c: float):
+    v = u.copy()
+    v[1:-1] += c * (u[2:] - 2.0 * u[1:-1] + u[:-2])
+    return v, 0.5 * np.sum(v * v)
+
+
+@kernel
+def relax(u: float64[N], omega: float, sweeps: int):
+    for s in range(sweeps):
+        for i in range(1, N - 1):
+            u[i] = (1.0 - omega) * u[i] + omega * 0.5 * (u[i - 1] + u[i + 1])
+
+
 CASES = [
     CorpusCase("jacobi1d", jacobi1d, make_jacobi1d, ("A", "B"), ("A", "B")),
     CorpusCase("jacobi2d", jacobi2d, make_jacobi2d, ("A", "B"), ("A", "B")),

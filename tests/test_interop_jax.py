@@ -11,27 +11,13 @@ from jax.test_util import check_grads  # noqa: E402
 
 from adjoint import ArgumentError, float64, grad, int64, jvp, kernel, symbol, vjp  # noqa: E402
 from adjoint.interop.jax import to_jax  # noqa: E402
-from corpus import (jacobi1d, make_jacobi1d, make_roughness, make_wave1d,  # noqa: E402
-                    roughness, wave1d)
+from corpus import (jacobi1d, make_jacobi1d, make_roughness, make_wave1d, relax,  # noqa: E402
+                    roughness, step_and_energy, wave1d)
 from kernel_testing import copy_args, rng_for, run_reference  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 
 N, M = symbol("N"), symbol("M")
-
-
-@kernel
-def step_and_energy(u: float64[N], c: float):
-    v = u.copy()
-    v[1:-1] += c * (u[2:] - 2.0 * u[1:-1] + u[:-2])
-    return v, 0.5 * np.sum(v * v)
-
-
-@kernel
-def relax(u: float64[N], omega: float, sweeps: int):
-    for s in range(sweeps):
-        for i in range(1, N - 1):
-            u[i] = (1.0 - omega) * u[i] + omega * 0.5 * (u[i - 1] + u[i + 1])
 
 
 @kernel
