@@ -111,9 +111,17 @@ def bad_unannotated_slice(A, T):
     return np.sum(A * A)
 
 
+def bad_step_from_data(A: float64[N], T: int) -> float:
+    steps = np.ones(N, dtype=np.int64)
+    for t in range(T):
+        for i in range(0, N, steps[t]):  # ERR
+            A[i] = 0.5 * A[i]
+    return np.sum(A * A)
+
+
 BAD_KERNELS = [bad_slice, bad_try, bad_while_else, bad_print, bad_list_comprehension,
                bad_unknown_function, bad_unknown_numpy_function, bad_assert, bad_attribute,
-               bad_string, bad_continuation_line, bad_unannotated_slice]
+               bad_string, bad_continuation_line, bad_unannotated_slice, bad_step_from_data]
 
 
 def marker_line(func):

@@ -16,7 +16,7 @@ import sympy as sp
 
 from ..sdfg import arithmetic as fp
 from ..sdfg import ConditionalRegion, Container, LoopRegion, Memlet, Sequence, State, Tasklet
-from ..sdfg.nodes import flag_symbol
+from ..sdfg.nodes import flag_symbol, index_loads
 from .arrays import ArrayBuilder
 from .expressions import ExpressionBuilder, IntValue
 
@@ -51,6 +51,9 @@ class LoopLowering:
             (bounds[0], bounds[1], bounds[2] if len(bounds) == 3 else sp.Integer(1))
         if step == 0:
             raise self.src.error(it, "range() step must not be zero")
+        if index_loads(step):     # its sign decides the loop's direction and bounds proofs
+            raise self.src.error(it.args[2], "a range() step read from an array is not "
+                                             "supported; pass the step as an int argument")
         var = stmt.target.id
         if not getattr(stmt, "over_indices", False):      # __it: _over_indices' own name
             self._check_name(stmt.target, var)
