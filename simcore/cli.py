@@ -22,6 +22,7 @@ from omegaconf import OmegaConf
 
 from .config import CONFIG_DIR, compose, register_configs
 from .errors import ConfigError, SimcoreError
+from .outcome import sigterm_interrupts
 from .schema import Config
 
 register_configs()
@@ -80,7 +81,8 @@ def run(argv, prog="simcore run") -> int:
     saved, sys.argv = sys.argv, [prog, *argv]
     status, interrupted = 0, False
     try:
-        _app()
+        with sigterm_interrupts():
+            _app()
     except SystemExit as exc:           # Hydra's own error reports end this way
         status = exc.code if isinstance(exc.code, int) else 1
     except KeyboardInterrupt:

@@ -4,7 +4,8 @@ terminal), ``outcome.json`` in the run directory, and for a sweep a table of its
     finished     the task completed (its check, if any, passed)
     failed       why, in one line: the message of a user error, or the exception and
                  where it was raised; the traceback goes to run.log only
-    interrupted  Ctrl-C: where the checkpoint is and the command that resumes it
+    interrupted  Ctrl-C or SIGTERM (a batch system's time limit, ``kill``): where the
+                 checkpoint is and the command that resumes it
 
 ``run_job`` is what each job of ``simcore run`` / ``run.py`` does around ``run_task``;
 it never raises but for Ctrl-C (which stops a sweep) and, with ``HYDRA_FULL_ERROR=1``,
@@ -14,8 +15,11 @@ import json
 import logging
 import os
 import shlex
+import signal
+import threading
 import time
 import traceback
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -27,6 +31,30 @@ log = logging.getLogger("simcore")
 
 FILE = "outcome.json"
 EXIT = {"finished": 0, "failed": 1, "interrupted": 130}
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where Python next runs (after a compiled call returns): the run
+    ends as after Ctrl-C, its outcome and checkpoint kept (Slurm sends SIGTERM at the
+    time limit and kills only after its KillWait, 30 s by default)."""
+
+
+@contextmanager
+def sigterm_interrupts():
+    """SIGTERM raises ``Terminated`` while the block runs (on the main thread only:
+    elsewhere Python cannot take signals)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminate(signum, frame):
+        raise Terminated("SIGTERM")
+
+    before = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
 
 
 @dataclass
@@ -54,8 +82,9 @@ def run_job(cfg, outdir, overrides=(), job=None, cpus=None, command="simcore run
     try:
         summary = tasks.run_task(cfg, outdir, argv, cpus)
         outcome.status, outcome.reason = _verdict(cfg, summary, time.perf_counter() - start)
-    except KeyboardInterrupt:
-        _interrupted(outcome, cfg, command)
+    except KeyboardInterrupt as exc:
+        _interrupted(outcome, cfg, command, "SIGTERM" if isinstance(exc, Terminated)
+                     else "Ctrl-C")
         raise
     except Exception as exc:                        # noqa: BLE001 (reported, not lost)
         outcome.reason = reason(exc)
@@ -87,7 +116,7 @@ def _check(c) -> str:
     return str(c.get("wrt", "?"))
 
 
-def _interrupted(outcome, cfg, command):
+def _interrupted(outcome, cfg, command, by):
     from .checkpoint import CheckpointError, checkpoint_for, read
     outcome.status = "interrupted"
     path = checkpoint_for(cfg).path
@@ -96,12 +125,12 @@ def _interrupted(outcome, cfg, command):
     except CheckpointError:
         step = None
     if step is None:
-        outcome.reason = "by Ctrl-C; nothing saved to resume from (rerun the command)"
+        outcome.reason = f"by {by}; nothing saved to resume from (rerun the command)"
         return
     keep = [o for o in outcome.overrides if not o.startswith(("resume=", "+resume="))]
     outcome.checkpoint = str(path)
     outcome.resume = " ".join([command, *map(shlex.quote, keep), "resume=true"])
-    outcome.reason = (f"by Ctrl-C; checkpoint of step {step} in {path}; resume with: "
+    outcome.reason = (f"by {by}; checkpoint of step {step} in {path}; resume with: "
                       f"{outcome.resume}")
 
 

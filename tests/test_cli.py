@@ -7,6 +7,7 @@ import io
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
 
@@ -192,6 +193,27 @@ def test_ctrl_c_says_where_the_checkpoint_is_and_how_to_resume(tmp_path, capsys,
     assert cli.main([*command[1:], f"hydra.run.dir={tmp_path}/again"]) == 0
     summary = json.loads((tmp_path / "again" / "summary.json").read_text())
     assert summary["resumed_from_cycle"] == 1 and summary["cycles"] == 4
+
+
+def test_sigterm_ends_a_run_like_ctrl_c_with_its_checkpoint_kept(tmp_path, capsys, monkeypatch):
+    """Slurm's time limit sends SIGTERM: the outcome says so and how to resume."""
+    from simcore.tasks import assimilate as task
+    real, before = task.analyse, signal.getsignal(signal.SIGTERM)
+
+    def terminated(setup, c, xb):
+        if c == 2:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return real(setup, c, xb)
+
+    args = ["model=lorenz96", *TINY["lorenz96"], "task=assimilate", "task.cycles=4",
+            "task.plot=false", f"checkpoint_dir={tmp_path}/ck"]
+    monkeypatch.setattr(task, "analyse", terminated)
+    assert cli.main(["run", *args, f"hydra.run.dir={tmp_path}/r"]) == 130
+    last = run_log(tmp_path / "r")[-1]
+    assert "[WARNING] - interrupted: by SIGTERM; checkpoint of step " in last
+    outcome = json.loads((tmp_path / "r" / "outcome.json").read_text())
+    assert outcome["status"] == "interrupted" and os.path.isfile(outcome["checkpoint"])
+    assert signal.getsignal(signal.SIGTERM) is before
 
 
 # ---- sweeps ----------------------------------------------------------------------------------
