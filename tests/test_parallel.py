@@ -454,3 +454,19 @@ def test_a_loop_pushing_a_sum_of_counts_moves_the_tape_past_all_of_them(monkeypa
     loss = lambda a: run_reference(case.kernel, a)[0]             # noqa: E731
     want = fd_directional(loss, args, {"A": 0}, {"A": d})
     assert np.sum(g * d) == pytest.approx(want, rel=1e-6, abs=fd_atol(loss(args)))
+
+
+def test_threads_zero_after_another_count_restores_the_starting_team(monkeypatch):
+    """``threads=0`` means the team OpenMP started with; ``omp_set_num_threads`` is
+    process-wide, so after ``threads=1`` a 0 passed on as 0 left every module on one."""
+    from types import SimpleNamespace
+    from adjoint.runtime.module import CompiledModule, default_threads
+    calls = []
+    module = SimpleNamespace(threads=0, lib=SimpleNamespace(sc_set_threads=calls.append))
+    monkeypatch.setattr(options, "threads", 1)
+    CompiledModule._threads(module)
+    monkeypatch.setattr(options, "threads", 0)
+    CompiledModule._threads(module)
+    assert calls == [1, default_threads()] and calls[1] >= 1
+    monkeypatch.setenv("OMP_NUM_THREADS", "3,2")
+    assert default_threads() == 3

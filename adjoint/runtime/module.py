@@ -80,7 +80,7 @@ class CompiledModule:
 
     def _threads(self):
         if self.threads != options.threads:
-            self.lib.sc_set_threads(options.threads)
+            self.lib.sc_set_threads(options.threads or default_threads())
             self.threads = options.threads
 
 
@@ -98,6 +98,13 @@ class BufferTable:
     def point(self, k, array):
         """Entry ``k`` to ``array``, which the caller keeps alive while the table is used."""
         self.data[k] = _from_buffer(CHARS, array, False)
+
+
+def default_threads():
+    """The team OpenMP starts with, which ``threads=0`` restores after another count:
+    OMP_NUM_THREADS's first number, else the CPUs this process may run on."""
+    first = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
+    return int(first) if first.isdigit() and int(first) > 0 else len(os.sched_getaffinity(0))
 
 
 def watch_interrupts():
