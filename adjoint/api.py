@@ -19,7 +19,7 @@ from .errors import AdjointError, ArgumentError, BoundsError, LinAlgError
 from .options import CUDA_SETTINGS, options, set_options, target
 from .sweep import Sweep
 from .frontend import RESULT, declared_types, read_source, type_of_value
-from .frontend.outside import HIDDEN, function_value, hidden_arrays
+from .frontend.outside import HIDDEN, function_value, is_constant, outside_reads, same_value
 from .frontend.source import check_parameters, decorated_source, function_tree, \
     refuse_unreadable, with_defaults
 from .runtime.arguments import Binding, signature
@@ -41,8 +41,8 @@ class Kernel:
         self.py_func = functools.wraps(func)(functools.partial(_run_as_python, func))
         self._declared = declared_types(func)
         self._parameters = tuple(inspect.signature(func).parameters.values())
-        self._source = None
-        self._outside = {}          # function values -> [(hidden argument, label, getter)]
+        self._source, self._source_fixed = None, ()
+        self._outside = {}          # function values -> (hidden arrays, fixed values)
         self._specs = {}
         self._bindings = {}         # signature -> (target, specialisation, Binding)
         self._lock = threading.Lock()
@@ -64,7 +64,7 @@ class Kernel:
         key = signature(args)
         here = target()
         hit = self._bindings.get(key)
-        if hit is not None and hit[0] is here:
+        if hit is not None and hit[0] is here and _unchanged(hit[3]):
             return hit[1], hit[2], args
         spec, values = self._specialized(args, here)
         binding = Binding(spec.sdfg, values, spec.written_arrays)
@@ -72,7 +72,7 @@ class Kernel:
             with self._lock:
                 while len(self._bindings) >= BINDINGS:
                     del self._bindings[next(iter(self._bindings))]
-                self._bindings[key] = (here, spec, binding)
+                self._bindings[key] = (here, spec, binding, spec.fixed)
         return spec, binding, values
 
     def positional(self, args, kwargs):
@@ -102,15 +102,20 @@ class Kernel:
         functions = {n: v for n, v in zip(names, args) if function_value(v)}
         given = [(n, v) for n, v in zip(names, args) if n not in functions]
         types = {n: self._declared[n] or type_of_value(n, v) for n, v in given}
-        outside = self._hidden(functions)
+        outside, fixed = self._outside_reads(functions)
         found = tuple(get() for _, _, get in outside)      # the frontend knows them by id
         for (name, label, _), value in zip(outside, found):
             types[name] = type_of_value(name[2:], value, what=f"the array {label}")
+        now = tuple((get, _read(get)) for _, get in fixed)
         key = (here,) + tuple((n, _type_key(t)) for n, t in types.items()) + \
             tuple((n, "=", type(v).__name__, repr(v)) for n, v in defaults.items()) + \
-            tuple((n, "function", v) for n, v in functions.items())   # held: no id reuse
+            tuple((n, "function", v) for n, v in functions.items()) + \
+            tuple(_fixed_key(v) for _, v in now)                    # held: no id reuse
         if key not in self._specs:
+            if self._source is not None and not _unchanged(self._source_fixed):
+                self._source = None             # read again: its namespace is a snapshot
             if self._source is None:
+                self._source_fixed = now
                 func = self.__wrapped__
                 self._source = decorated_source(func) if hasattr(func, "__wrapped__") \
                     else read_source(func)
@@ -120,19 +125,20 @@ class Kernel:
                           renamed=src.renamed + tuple((label, e) for n, label, _ in outside
                                                       for e in (n, n[2:])))
             fwd = pipeline.lower_forward(src, self.__name__, types, here)
-            self._specs[key] = Specialization(fwd)
+            self._specs[key] = Specialization(fwd, now)
         if not functions and not found:
             return self._specs[key], args
         return self._specs[key], tuple(v for _, v in given) + tuple(map(_readable, found))
 
-    def _hidden(self, functions):
-        """[(hidden argument, label, getter)] of the arrays from outside that the kernel,
-        called with the function values ``functions``, reads (found once per functions)."""
+    def _outside_reads(self, functions):
+        """([(hidden argument, label, getter)] of the arrays from outside that the kernel,
+        called with the function values ``functions``, reads; [(label, getter)] of the
+        other values it reads from outside), found once per functions."""
         key = tuple(functions.values())
         if key not in self._outside:
             check_parameters(self.__wrapped__)
-            self._outside[key] = _hidden_names(hidden_arrays(self.__wrapped__, _tree,
-                                                             tuple(functions.values())))
+            arrays, fixed = outside_reads(self.__wrapped__, _tree, key)
+            self._outside[key] = _hidden_names(arrays), fixed
         return self._outside[key]
 
     def _defaults(self, args):
@@ -161,11 +167,39 @@ class Kernel:
         for spec in self._specs.values():
             spec.pool.clear()
             spec.transients.clear()
-        for _, _, binding in list(self._bindings.values()):
+        for _, _, binding, _ in list(self._bindings.values()):
             binding.memo.clear()            # small calls' frames (the plans are remade)
 
     def __repr__(self):
         return f"<adjoint.kernel {self.__name__}>"
+
+
+def _read(get):
+    """A value from outside read again, or a marker no compiled value equals (a name
+    deleted since: compiling anew then reports it)."""
+    try:
+        return get()
+    except (KeyError, AttributeError, ValueError):
+        return _GONE
+
+
+_GONE = object()
+
+
+def _unchanged(fixed):
+    """Whether every value from outside is still the one the code was compiled with."""
+    for get, value in fixed:
+        now = _read(get)
+        if now is not value and not same_value(now, value):
+            return False
+    return True
+
+
+def _fixed_key(value):
+    """A specialisation's key part for a value from outside: constants by type and value,
+    anything else (functions, modules) by identity, held by the key."""
+    return ("fixed", type(value).__name__, repr(value)) if is_constant(value) else \
+        ("fixed", value)
 
 
 def _hidden_names(found):
@@ -234,8 +268,9 @@ def _type_key(t):
 class Specialization:
     """One kernel compiled for one set of argument types, with its derivatives."""
 
-    def __init__(self, forward):
+    def __init__(self, forward, fixed=()):
         self.forward, self.sdfg = forward, forward.sdfg
+        self.fixed = fixed          # ((getter, value)) read from outside when compiled
         self._backward, self._tangent, self._sizes = {}, {}, {}
         self.last_sweep = None
         self.pullback_reads = {}    # (backward, plan) -> containers vjp's pullbacks read

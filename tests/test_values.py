@@ -157,6 +157,50 @@ def test_module_level_arrays_are_read_at_every_call():
         LV_R = saved
 
 
+def forced(x):
+    return np.sum(FORCE * x * x) + values_helpers.RATE * x[0]
+
+
+def squares(x):
+    return np.sum(square(x))
+
+
+class Forcing:
+    def __init__(self, F):
+        self.F = F
+
+    def tendency(self, x):
+        return np.sum(self.F * x)
+
+
+def test_numbers_and_functions_from_outside_are_read_at_every_call():
+    """A number from outside is a constant of the compiled code: changed after a call, the
+    next call compiles anew and sees it, as Python does (it saw the first value: a silent
+    wrong answer), in forward calls, gradients and through a method's ``self``."""
+    global FORCE, square
+    x = np.linspace(0.1, 0.4, 4)
+    k = kernel(forced)
+    saved, saved_rate, saved_square = FORCE, values_helpers.RATE, square
+    try:
+        assert k(x) == pytest.approx(forced(x), rel=1e-14)
+        FORCE = 10.0
+        values_helpers.RATE = 2.0
+        assert k(x) == pytest.approx(forced(x), rel=1e-14)
+        np.testing.assert_allclose(grad(k, "x")(x), 2 * FORCE * x + [2.0, 0, 0, 0], rtol=1e-14)
+        calls = kernel(squares)
+        assert calls(x) == pytest.approx(np.sum(x * x), rel=1e-14)
+        square = np.exp                         # a helper rebound at module level
+        assert calls(x) == pytest.approx(np.sum(np.exp(x)), rel=1e-14)
+    finally:
+        FORCE, values_helpers.RATE, square = saved, saved_rate, saved_square
+    model = Forcing(8.0)
+    t = kernel(model.tendency)
+    assert t(x) == pytest.approx(8.0 * np.sum(x), rel=1e-14)
+    model.F = 3.0
+    assert t(x) == pytest.approx(3.0 * np.sum(x), rel=1e-14)
+    assert k(x) == pytest.approx(forced(x), rel=1e-14)     # back to the first: its code
+
+
 def test_gradients_with_module_level_arrays():
     """``grad`` differentiates the arguments; the hidden arrays are not among them."""
     rng, (x,) = rng_args("lv grad", 4)

@@ -13,11 +13,13 @@ to a kernel:
   called (``calls.py``): an attribute chain naming one becomes a name of the namespace;
 - a NumPy or math function under another name (``from numpy import zeros, tanh``) is
   that function: the name becomes ``np.zeros`` (by identity, so any alias works);
-- a NumPy array is a hidden argument of the kernel: :func:`hidden_arrays` finds every
+- a NumPy array is a hidden argument of the kernel: :func:`outside_reads` finds every
   such array the kernel can reach (following the functions it calls) with a getter that
   reads it again at every call, so the kernel sees what Python would, in-place changes
   and rebinding alike; the frontend binds the names meaning it to that argument and
-  refuses writes to it.
+  refuses writes to it;
+- every other value it finds (numbers, constants, functions) is read again at every call
+  too, and a changed one compiles the kernel anew (``api.Kernel``).
 
 :func:`resolve` rewrites a function's tree so the rest of the frontend sees names only.
 """
@@ -25,6 +27,7 @@ import ast
 import copy
 import inspect
 import math
+import operator
 import types
 
 import numpy as np
@@ -301,13 +304,19 @@ def bind_arrays(kernel, src, scope):
             scope[name] = binding
 
 
-def hidden_arrays(func, parse, also=()):
-    """[(label, getter)] of the NumPy arrays ``func`` reads from outside its body, directly
-    or in the functions it can call (by name, through attributes, as defaults, in closure
-    cells, the functions ``also`` it is called with), in a fixed order; ``parse(f)`` gives
-    a function's tree or None. One array read under several names is one argument (the
-    first getter)."""
-    found, seen = {}, set()
+def outside_reads(func, parse, also=()):
+    """What ``func`` reads from outside its body, directly or in the functions it can call
+    (by name, through attributes, as defaults, in closure cells, the functions ``also`` it
+    is called with), in a fixed order; ``parse(f)`` gives a function's tree or None:
+
+    - arrays: [(label, getter)] of the NumPy arrays, hidden arguments read again at every
+      call (one array read under several names is one argument: the first getter);
+    - fixed: [(label, getter)] of every other value (numbers, constants, functions,
+      modules), which the compiled code holds as they were when it was compiled: the
+      kernel reads them again at every call and compiles anew when one changed, as
+      Python would see the new value (``F = 10.0`` at module level after a first call).
+    """
+    arrays, fixed, seen = {}, {}, set()
 
     def visit(f):
         target = f.__wrapped__ if hasattr(f, "py_func") else f     # an adjoint.kernel
@@ -319,34 +328,54 @@ def hidden_arrays(func, parse, also=()):
         if tree is None:
             return
         tree, names, me = prepared(target, tree)
+        tree = copy.copy(tree)
+        tree.decorator_list = []            # `@adjoint.kernel` is not read by the body
         for default in target.__defaults__ or ():
             if callable(default):
                 visit(default)
         for node, value, label in references(tree, names):
             if isinstance(value, np.ndarray):
-                if id(value) not in found:
-                    found[id(value)] = (label, _getter(target, names, node, me))
-            elif callable(value) and library_function(value) is None:
+                if id(value) not in arrays:
+                    arrays[id(value)] = (label, _getter(target, names, node, me))
+                continue
+            if isinstance(value, Missing) or _chain(node) in (None, [me]) or \
+                    value is np or value is math:
+                continue            # refused by resolve; `self` itself; np (no per-call cost)
+            where = (key, tuple(_chain(node)))
+            if where not in fixed:
+                fixed[where] = (label, _getter(target, names, node, me))
+            if callable(value) and library_function(value) is None:
                 visit(value)
     for f in (func,) + tuple(also):
         visit(f)
-    return list(found.values())
+    return list(arrays.values()), list(fixed.values())
+
+
+def same_value(a, b):
+    """Whether a value read again from outside is the one the code was compiled with:
+    the same object, or an equal constant of the same type (nan equal to nan)."""
+    if a is b:
+        return True
+    if type(a) is not type(b) or not is_constant(a):
+        return False
+    return a == b or (a != a and b != b)
 
 
 def _getter(func, names, node, me):
     """A function reading the value of ``node`` (a free name or an attribute chain) again,
-    from the module's globals, the closure cell or the object it was found in."""
-    path = _chain(node)
-    root = path[0]
-
-    def get():
-        if root == me:
-            value = func.__self__
-        elif root in func.__code__.co_freevars:
-            value = func.__closure__[func.__code__.co_freevars.index(root)].cell_contents
-        else:
-            value = func.__globals__[root]
-        for attr in path[1:]:
-            value = getattr(value, attr)
-        return value
-    return get
+    from the module's globals, the closure cell or the object it was found in (built once:
+    kernels call it at every call)."""
+    root, *attrs = _chain(node)
+    if root == me:
+        obj = func.__self__
+        base = lambda: obj                                          # noqa: E731
+    elif root in func.__code__.co_freevars:
+        cell = func.__closure__[func.__code__.co_freevars.index(root)]
+        base = lambda: cell.cell_contents                           # noqa: E731
+    else:
+        module = func.__globals__
+        base = lambda: module[root]                                 # noqa: E731
+    if not attrs:
+        return base
+    chain = operator.attrgetter(".".join(attrs))
+    return lambda: chain(base())
