@@ -118,6 +118,44 @@ def test_an_index_array_the_kernel_writes_is_rejected():
     assert "'idx' is written by the kernel and indexes an array" in str(info.value)
 
 
+def gather_through_locals(idx, x):
+    """Real code binds an index array's element to a name first (``j = idx[i]``)."""
+    t = 0.0
+    for i in range(idx.shape[0]):
+        j = idx[i]
+        k = idx[i] + 1
+        t += j * x[j] * x[k]
+        for m in range(j):
+            t += x[m]
+    return t
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.uint16])
+def test_an_index_array_element_bound_to_a_name_is_an_integer(dtype):
+    idx = np.array([0, 2, 4, 2], dtype=dtype)
+    x = np.random.default_rng(5).standard_normal(6)
+    k = kernel(gather_through_locals)
+    assert k(idx, x) == gather_through_locals(idx, x)          # bitwise: the same sums
+    _check(k, (idx, x), ("x",))
+    with pytest.raises(BoundsError, match=r"x\[idx\[i\] \+ 1\]: index idx\[i\] \+ 1 can reach"):
+        k(np.array([0, 5], dtype=dtype), x)
+
+
+def after_the_loop(idx, x):
+    for i in range(idx.shape[0]):
+        j = idx[i]
+    return x[j]  # ERR
+
+
+def test_a_loop_variables_alias_after_its_loop_is_refused_naming_the_use():
+    import inspect
+    with pytest.raises(KernelSyntaxError, match="'j' is computed from the loop variable 'i', "
+                                                "and used after its loop") as info:
+        kernel(after_the_loop)(np.array([1]), np.ones(3))
+    lines, first = inspect.getsourcelines(after_the_loop)
+    assert f":{first + 3}:" in str(info.value)
+
+
 @kernel
 def masked_update(mask: bool_[N], x: float64[N], p: float) -> float:
     s = 0.0

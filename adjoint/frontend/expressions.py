@@ -26,6 +26,21 @@ class IntValue:
         self.expr = expr
 
 
+class AfterLoop(IntValue):
+    """An integer alias of a loop's variable (``j = i + 1``, ``j = idx[i]``) named after
+    its loop: Python reads the last iteration's value there, which the alias, an
+    expression of ``i``, cannot say."""
+    def __init__(self, name, var, error):
+        self.message = (f"{name!r} is computed from the loop variable {var!r}, and used "
+                        "after its loop; compute it again after the loop "
+                        f"(from {var}'s last value)")
+        self._error = error
+
+    @property
+    def expr(self):
+        raise self._error(self.message)
+
+
 class DataValue:
     """Binding of a name to a container (an array or a floating-point scalar)."""
     def __init__(self, container: Container):
@@ -107,6 +122,8 @@ class ExpressionBuilder:
 
     def _index_Name(self, node, what):
         binding = self.scope.get(node.id)
+        if isinstance(binding, AfterLoop):
+            raise self.src.error(node, binding.message)
         if isinstance(binding, IntValue):
             return binding.expr
         if binding is None and isinstance(self._global_number(node), sp.Integer):
@@ -240,6 +257,8 @@ class ExpressionBuilder:
 
     def _value_Name(self, node, elementwise):
         binding = self.scope.get(node.id)
+        if isinstance(binding, AfterLoop):
+            raise self.src.error(node, binding.message)
         if isinstance(binding, IntValue):
             return binding.expr
         if isinstance(binding, DataValue):

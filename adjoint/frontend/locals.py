@@ -4,7 +4,7 @@ import ast
 INT_OPS = (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod, ast.Pow)
 
 
-def classify_locals(fn: ast.FunctionDef, int_names, params, returns_int=None):
+def classify_locals(fn: ast.FunctionDef, int_names, params, returns_int=None, int_arrays=()):
     """Return (integer locals, float locals).
 
     A local is an integer alias when it is assigned exactly once, by plain
@@ -12,7 +12,11 @@ def classify_locals(fn: ast.FunctionDef, int_names, params, returns_int=None):
     indices that use it. Every other local is a float64 scalar container.
     ``returns_int(call, k)`` says whether a function a call calls returns an integer
     (element ``k`` of its tuple, or None): ``nU, J, U = self.unpack(x)``, ``n = size(x)``.
+    An element of one of the integer arrays ``int_arrays`` that ``fn`` only reads
+    (``j = idx[i]``) is an integer expression too: substituted where it is used, it
+    reads the value the assignment read, as nothing writes the array meanwhile.
     """
+    arrays = read_only(fn, int_arrays)
     sites, loop_vars = {}, set()
     for node in ast.walk(fn):
         if isinstance(node, ast.For) and isinstance(node.target, ast.Name):
@@ -28,7 +32,7 @@ def classify_locals(fn: ast.FunctionDef, int_names, params, returns_int=None):
     while changed:
         changed = False
         for name in sorted(candidates - int_locals):
-            if is_integer_expression(sites[name][0][1], ints | int_locals, returns_int):
+            if is_integer_expression(sites[name][0][1], ints | int_locals, returns_int, arrays):
                 int_locals.add(name)
                 changed = True
     return int_locals, sorted(set(sites) - int_locals - loop_vars)
@@ -65,11 +69,26 @@ class _Result:
         self.call, self.k = call, k
 
 
-def is_integer_expression(node, ints, returns_int=None):
-    """Whether ``node`` is an integer expression of the names ``ints`` (and of calls
-    ``returns_int`` says return integers)."""
+def read_only(fn, arrays):
+    """The names of ``arrays`` that ``fn`` uses only as ``A[...]`` reads and ``A.shape``:
+    never written, rebound, passed to a call or bound to another name."""
+    used = {}
+    for node in ast.walk(fn):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.Name) and child.id in arrays:
+                reads = isinstance(child.ctx, ast.Load) and (
+                    (isinstance(node, ast.Subscript) and node.value is child
+                     and isinstance(node.ctx, ast.Load))
+                    or (isinstance(node, ast.Attribute) and node.attr == "shape"))
+                used[child.id] = used.get(child.id, True) and reads
+    return {name for name in arrays if used.get(name, True)}
+
+
+def is_integer_expression(node, ints, returns_int=None, arrays=()):
+    """Whether ``node`` is an integer expression of the names ``ints``, of calls
+    ``returns_int`` says return integers and of elements of the integer ``arrays``."""
     def recurse(n):
-        return is_integer_expression(n, ints, returns_int)
+        return is_integer_expression(n, ints, returns_int, arrays)
     if isinstance(node, _Result):
         return bool(returns_int and returns_int(node.call, node.k))
     if isinstance(node, ast.Constant):
@@ -80,7 +99,10 @@ def is_integer_expression(node, ints, returns_int=None):
         return isinstance(node.op, (ast.USub, ast.UAdd)) and recurse(node.operand)
     if isinstance(node, ast.BinOp):
         return isinstance(node.op, INT_OPS) and recurse(node.left) and recurse(node.right)
-    if isinstance(node, ast.Subscript):      # A.shape[k]
+    if isinstance(node, ast.Subscript):      # A.shape[k], idx[i, j + 1]
+        if isinstance(node.value, ast.Name) and node.value.id in arrays:
+            index = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+            return all(recurse(i) for i in index)
         return isinstance(node.value, ast.Attribute) and node.value.attr == "shape"
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
         if node.func.id == "len":

@@ -18,7 +18,7 @@ from ..sdfg import arithmetic as fp
 from ..sdfg import ConditionalRegion, Container, LoopRegion, Memlet, Sequence, State, Tasklet
 from ..sdfg.nodes import flag_symbol, index_loads
 from .arrays import ArrayBuilder
-from .expressions import ExpressionBuilder, IntValue
+from .expressions import AfterLoop, ExpressionBuilder, IntValue
 
 
 @dataclass
@@ -70,6 +70,9 @@ class LoopLowering:
         finally:
             del self.scope[var]
             self.loops.pop()
+        for name, binding in list(self.scope.items()):      # aliases of the loop variable
+            if type(binding) is IntValue and symbol in sp.sympify(binding.expr).free_symbols:
+                self.scope[name] = AfterLoop(name, var, lambda m: self.src.error(stmt, m))
         return self._loop(frame, symbol, start, stop, step, body, stmt, copies_)
 
     def _body(self, stmt, copies, guard=None):

@@ -42,9 +42,11 @@ class KernelBuilder(LoopLowering):
         self._counter = 0
         self._bind_arguments(types)
         int_names = {n for n, b in self.scope.items() if isinstance(b, IntValue)}
+        int_arrays = {n for n, b in self.scope.items() if isinstance(b, DataValue)
+                      and not b.container.is_scalar and b.container.dtype.kind in "iu"}
         self.int_locals, float_locals = classify_locals(
             src.tree, int_names | integer_names(src), set(self.scope),
-            lambda c, k: returns_integer(self, c, k))
+            lambda c, k: returns_integer(self, c, k), int_arrays)
         for local in float_locals:
             self.containers[local] = Container(local, np.dtype(np.float64), (), True)
         self.result = None
