@@ -156,6 +156,52 @@ def test_a_loop_variables_alias_after_its_loop_is_refused_naming_the_use():
     assert f":{first + 3}:" in str(info.value)
 
 
+OBSERVED = np.array([1, 4, 4, 0], dtype=np.int32)      # a module-level index array
+
+
+def gathers(x, A, B, idx):
+    """Whole integer arrays as indices, as NumPy places one advanced index: in place
+    (``A[:, idx]``), or first when an integer stands apart from it (``B[0, :, idx]``)."""
+    y = x[idx]
+    y[0] = 5.0                                      # a copy: x is not changed
+    return np.sum(y * x[idx]) + np.sum(np.tanh(A[:, idx]) * A[1, idx]) + \
+        np.sum(B[0, :, idx] * np.arange(B.shape[1])) + np.sum(x[OBSERVED] ** 3)
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.uint8])
+def test_whole_index_arrays_gather(dtype):
+    rng = np.random.default_rng(7)
+    idx = np.array([0, 3, 3, 5, 1], dtype=dtype)            # repeated: adjoints add up
+    args = (rng.standard_normal(6), rng.standard_normal((2, 6)), rng.standard_normal((2, 3, 6)),
+            idx)
+    k = kernel(gathers)
+    assert k(*_copies(args)) == gathers(*_copies(args))     # bitwise
+    _check(k, args, ("x", "A", "B"))
+    with pytest.raises(BoundsError, match="can reach"):
+        k(*args[:3], np.array([0, 6], dtype=dtype))
+
+
+def scatters(x, idx, v):
+    x[idx] += v  # ERR
+    return np.sum(x)
+
+
+def two_index_arrays(A, idx):
+    return np.sum(A[idx, idx])  # ERR
+
+
+@pytest.mark.parametrize("func, args, message", [
+    (scatters, (np.ones(6), np.array([0, 2, 2]), np.ones(3)),
+     "to write through one, loop over its elements"),
+    (two_index_arrays, (np.ones((6, 6)), np.array([0, 2, 2])), "has more than one index array")])
+def test_what_whole_index_arrays_do_not_do_is_refused_naming_the_line(func, args, message):
+    import inspect
+    with pytest.raises(KernelSyntaxError, match=message) as info:
+        kernel(func)(*args)
+    lines, first = inspect.getsourcelines(func)
+    assert f":{first + 1}:" in str(info.value)
+
+
 @kernel
 def masked_update(mask: bool_[N], x: float64[N], p: float) -> float:
     s = 0.0

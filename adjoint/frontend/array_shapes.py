@@ -170,21 +170,35 @@ def _from_end(bound, size, clamp, limit):
 
 
 def subscript(expr, items):
-    """``expr[items]`` for normalised items: ``("new",)``, ``("index", i)`` or
-    ``("slice", offset, step, length)``, one per axis of ``expr`` plus new axes."""
-    shape, old = [], []          # old: per axis of expr, (new axis or None, offset, step)
-    for item in items:
+    """``expr[items]`` for normalised items: ``("new",)``, ``("index", i)``,
+    ``("slice", offset, step, length)`` or ``("gather", shape, at)`` (an integer array:
+    ``at(q)`` is its element ``q``, an index load), one per axis of ``expr`` plus new
+    axes. An index array's axes go where it stands, or first when integers and it are
+    apart (``A[0, :, idx]``), as NumPy places advanced indices; the result is no view."""
+    gathers = [k for k, it in enumerate(items) if it[0] == "gather"]
+    advanced = [k for k, it in enumerate(items) if it[0] in ("gather", "index")]
+    front = bool(gathers) and advanced != list(range(advanced[0], advanced[-1] + 1))
+    start, shape = {}, []       # the result axis each item's first axis is
+    for k in sorted(range(len(items)), key=lambda k: (not (front and k in gathers), k)):
+        item, start[k] = items[k], len(shape)
         if item[0] == "new":
             shape.append(ONE)
-        elif item[0] == "index":
-            old.append((None, item[1], 0))
-        else:
-            old.append((len(shape), item[1], item[2]))
+        elif item[0] == "slice":
             shape.append(item[3])
+        elif item[0] == "gather":
+            shape.extend(item[1])
 
     def old_index(q):
-        return tuple(off if k is None else off + step * q[k] for k, off, step in old)
-    return remap(expr, shape, old_index)
+        out = []
+        for k, item in enumerate(items):
+            if item[0] == "index":
+                out.append(item[1])
+            elif item[0] == "slice":
+                out.append(item[1] + item[2] * q[start[k]])
+            elif item[0] == "gather":
+                out.append(item[2](tuple(q[start[k]:start[k] + len(item[1])])))
+        return tuple(out)
+    return remap(expr, shape, old_index, keep_view=not gathers)
 
 
 def transpose(expr, perm):

@@ -24,6 +24,7 @@ from .array_shapes import (AXES, ONE, ArrayExpr, MaskValue, View, ViewValue, bro
                            fmt_shape, number, same_size, slice_axis, subscript, transpose,
                            truth)
 from ..sdfg import arithmetic as fp
+from ..sdfg.nodes import index_load
 from .expressions import BITS, COMPARE, DataValue, ExpressionBuilder, IntValue, real
 from .functions import floordiv, python_mod
 
@@ -278,6 +279,9 @@ class ArrayBuilder:
                     self._check_index(item, out[-1][1], base.shape[axis])
                 axis += 1
         out += [self._full(n) for n in base.shape[axis:]]
+        if sum(item[0] == "gather" for item in out) > 1:      # NumPy broadcasts them together
+            raise self.src.error(node, f"`{ast.unparse(node)}` has more than one index array; "
+                                       "index with one (the others' elements in a loop)")
         return out
 
     def _check_index(self, node, i, size):
@@ -310,6 +314,9 @@ class ArrayBuilder:
         return ("slice", sp.Integer(0), 1, size)
 
     def _item(self, item, size):
+        gather = self._index_array(item)
+        if gather is not None:
+            return gather
         if not isinstance(item, ast.Slice):
             i = self.ex.index(item)
             return ("index", i + size if i.is_number and i < 0 else i)
@@ -327,6 +334,23 @@ class ArrayBuilder:
                             "negative; bounds that are not constants are positions from the "
                             "start (write N - k rather than -k)")
         return ("slice",) + slice_axis(size, lower, upper, int(step))
+
+    def _index_array(self, item):
+        """``("gather", shape, at)`` for an integer array used as an index (``x[idx]``,
+        ``U[..., self.iiU]``): element ``q`` of the result reads the element the index
+        array's element ``q`` names (an index load, bounds-checked by its values)."""
+        binding = self.ex.scope.get(item.id) if isinstance(item, ast.Name) else None
+        if isinstance(binding, ViewValue):
+            view, shape = binding.view, binding.shape
+        elif isinstance(binding, DataValue) and not binding.container.is_scalar:
+            view = View(binding.container, AXES[:len(binding.container.shape)])
+            shape = binding.container.shape
+        else:
+            return None
+        if view.container.dtype.kind not in "iu":
+            return None
+        return ("gather", tuple(shape),
+                lambda q: index_load(view.container.name, view.element(q)))
 
     # ---- operators -----------------------------------------------------------------------
     def _expr_BinOp(self, node):

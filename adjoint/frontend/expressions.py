@@ -136,9 +136,10 @@ class ExpressionBuilder:
             raise self.src.error(node, f"name {node.id!r} is not defined before this use")
         if isinstance(binding, DataValue) and not binding.container.is_scalar:
             raise self.src.error(node, f"{what} must be an integer expression; {node.id!r} is "
-                                       f"an array: index with its elements ({node.id}[k]) in "
-                                       "a loop; whole index arrays as subscripts are not "
-                                       "supported")
+                                       "an array: an integer array as a whole index reads "
+                                       "(x[idx] gathers); to write through one, loop over "
+                                       f"its elements ({node.id}[k]) — NumPy's x[idx] += v "
+                                       "adds once per distinct index, the loop once per k")
         raise self.src.error(node, f"{what} must be an integer expression; {node.id!r} is "
                                    "floating-point data")
 
