@@ -132,17 +132,49 @@ def clamped(A: float64[N]) -> float:
     return A[min(N, 5) - 1]
 
 
-def test_an_index_one_before_the_start_raises():
-    """``A[i - 1]`` reaches -1 at i = 0, upwards or downwards; ``A[min(N, 5) - 1]`` does at
-    N = 0 (``Min(N, 5) - 1 >= 0`` needs both cases, not one). Python would wrap or raise;
-    the engine must raise, not read before the array."""
+def test_an_index_one_before_the_start_wraps_or_raises_as_python_does():
+    """``A[i - 1]`` reaches -1 at i = 0, upwards or downwards: Python reads ``A[-1]``, so
+    does the kernel (never the memory before the array); ``A[min(N, 5) - 1]`` does at
+    N = 0 (``Min(N, 5) - 1 >= 0`` needs both cases, not one), where Python raises."""
     for k in (behind, behind_downwards):
-        with pytest.raises(BoundsError, match="can be negative"):
-            k(np.arange(7.0))
+        A = np.arange(7.0)
+        assert k(A) == k.py_func(A) == 2.0 * np.sum(A)
     with pytest.raises(BoundsError, match="can be negative"):
         clamped(np.zeros(0))
     for n in (3, 7):
         assert clamped(np.arange(float(n))) == clamped.py_func(np.arange(float(n)))
+
+
+def periodic_jacobian(x):
+    """Lorenz-96's Jacobian as DAPPER writes it: neighbours by negative indices."""
+    M = len(x)
+    F = np.zeros((M, M))
+    for i in range(M):
+        F[i, i] = -1.0
+        F[i, i - 2] = -x[i - 1]
+        F[i, np.mod(i + 1, M)] = x[i - 1]
+        F[i, i - 1] = x[np.mod(i + 1, M)] - x[i - 2]
+    return np.sum(F * F * np.arange(M * M).reshape(M, M)), F
+
+
+def periodic_loss(x):
+    value, _ = periodic_jacobian(x)
+    return value
+
+
+def test_negative_neighbours_in_loops_wrap_in_reads_and_writes():
+    x = np.random.default_rng(8).standard_normal(6)
+    k = kernel(periodic_jacobian)
+    value, F = k(x)
+    want, F_want = periodic_jacobian(x)
+    assert value == want and np.array_equal(F, F_want)
+    g = grad(kernel(periodic_loss), "x")(x)
+    d = np.random.default_rng(9).standard_normal(6)
+    h = 1e-6
+    fd = (periodic_jacobian(x + h * d)[0] - periodic_jacobian(x - h * d)[0]) / (2 * h)
+    assert np.sum(g * d) == pytest.approx(fd, rel=1e-7)
+    with pytest.raises(BoundsError, match=r"index `i - 2` is outside its axis"):
+        k(np.ones(1))                       # Python: IndexError at x[-2] of one element
 
 
 # ---- reductions' identities (frontend/array_reductions.py) ---------------------------------

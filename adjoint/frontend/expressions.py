@@ -9,7 +9,7 @@ import sympy as sp
 from ..sdfg import Container
 from ..sdfg import arithmetic as fp
 from ..sdfg.arithmetic import BINARY, BUILTIN, UNARY
-from ..sdfg.nodes import index_load
+from ..sdfg.nodes import index_load, index_loads
 from .functions import floordiv, python_mod
 
 CONSTANTS = {"pi": sp.pi, "e": sp.E}
@@ -179,11 +179,14 @@ class ExpressionBuilder:
             raise self.src.error(node, f"the divisor of `{ast.unparse(node)}` depends on loop "
                                        "variables and may be zero; divide by constants and "
                                        "sizes only")
-        entry = (sp.Ne(b, 0), node.lineno + self.src.first_line - 1,
-                 f"the divisor {b} of `{ast.unparse(node)}` is zero")
+        self._assume(node, sp.Ne(b, 0), f"the divisor {b} of `{ast.unparse(node)}` is zero")
+        return b
+
+    def _assume(self, node, condition, message):
+        """``condition`` on the kernel's sizes, checked once per call before it runs."""
+        entry = (condition, node.lineno + self.src.first_line - 1, message)
         if entry not in self.kernel.arrays.assumptions:
             self.kernel.arrays.assumptions.append(entry)
-        return b
 
     def _index_Attribute(self, node, what):
         """``A.size`` (the number of elements) and ``A.ndim``."""
@@ -398,12 +401,29 @@ class ExpressionBuilder:
         if len(items) != len(container.shape):
             raise self.src.error(node, f"`{ast.unparse(node)}` gives {len(items)} indices for "
                                        f"the {len(container.shape)}-d array {container.name!r}")
-        subset = []
-        for item, size in zip(items, container.shape):
-            i = self.index(item)
-            # Python's negative indices count from the end; allow constant ones.
-            subset.append(i + size if i.is_Integer and i < 0 else i)
-        return tuple(subset)
+        return tuple(self._from_the_end(item, self.index(item), size)
+                     for item, size in zip(items, container.shape))
+
+    def _from_the_end(self, node, i, size):
+        """Python's negative indices count from the end: a constant one, and one the loops
+        around it make negative (``x[i - 1]`` from ``i = 0``: periodic neighbours), which
+        wraps as Python wraps it where it stays within ``[-size, size)`` (proven, or checked
+        per call on the sizes; elsewhere the bounds analysis reports it)."""
+        from ..analysis.bounds import minimum
+        if i.is_Integer:
+            return i + size if i < 0 else i
+        loops = [f.region for f in self.kernel.loops if getattr(f, "region", None) is not None]
+        low = None if index_loads(i) else minimum(sp.expand(i), loops)
+        if low is None or not low.is_number or low >= 0:
+            return i
+        high = minimum(sp.expand(size - 1 - i), loops)           # size - 1 - max(i)
+        if high is None or not high.free_symbols <= set(self.kernel.symbols):
+            return i
+        for bound in (size + low, high):
+            if not bound.is_nonnegative:
+                self._assume(node, sp.Ge(bound, 0), f"index `{ast.unparse(node)}` is outside "
+                                                    "its axis (NumPy raises IndexError)")
+        return python_mod(i, size)
 
     def _builtin_name(self, func):
         if isinstance(func, ast.Name) and func.id not in self.scope \
