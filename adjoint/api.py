@@ -54,7 +54,8 @@ class Kernel:
 
     def bound(self, args) -> tuple:
         """(specialisation, Binding, the values its entry points take) for ``args``: the
-        values are ``args`` without the functions among them (constants of the
+        values are ``args`` without the functions, strings, None and tuples of constants
+        among them (constants of the
         specialisation) and with the arrays the kernel reads from outside its body (hidden
         arguments, read again at every call). The specialisation's look-up and the
         arguments' checks run once per argument signature (runtime/arguments.py) and
@@ -99,7 +100,8 @@ class Kernel:
         points take: see ``bound``; ``args`` itself when they are the same)."""
         defaults = self._defaults(args)
         names = list(self._declared)[:len(args)]
-        functions = {n: v for n, v in zip(names, args) if function_value(v)}
+        functions = {n: v for n, v in zip(names, args)       # and strings, None, tuples
+                     if function_value(v) or _constant_argument(v)}
         given = [(n, v) for n, v in zip(names, args) if n not in functions]
         types = {n: self._declared[n] or type_of_value(n, v) for n, v in given}
         outside, fixed = self._outside_reads(functions)
@@ -172,6 +174,13 @@ class Kernel:
 
     def __repr__(self):
         return f"<adjoint.kernel {self.__name__}>"
+
+
+def _constant_argument(value):
+    """Arguments that are constants of the specialisation, as functions are: strings,
+    None and tuples of constants (``enforce_boundaries(arr, "u")``); numbers and arrays
+    are the compiled code's arguments."""
+    return isinstance(value, (str, type(None), tuple)) and is_constant(value)
 
 
 def _read(get):

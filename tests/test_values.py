@@ -201,6 +201,39 @@ def test_numbers_and_functions_from_outside_are_read_at_every_call():
     assert k(x) == pytest.approx(forced(x), rel=1e-14)     # back to the first: its code
 
 
+PERIODIC = False
+
+
+def boundaries(arr, grid, edge=None):
+    """Shallow-water's enforce_boundaries: a string argument, a module-level flag."""
+    assert grid in ("h", "u", "v")
+    if PERIODIC:
+        arr[:, 0] = arr[:, -2]
+    elif grid == "u":
+        arr[:, -2] = 0.0
+    if grid == "v" and edge is not None:
+        arr[-2, :] = edge
+    return np.sum(arr * arr)
+
+
+def test_strings_none_and_flags_are_constants_of_the_specialisation():
+    global PERIODIC
+    k = kernel(boundaries)
+    for args in (("h",), ("u",), ("v", 2.5), ("v", None), ("u", None)):
+        a, b = np.ones((4, 5)), np.ones((4, 5))
+        assert k(a, *args) == boundaries(b, *args) and np.array_equal(a, b), args
+    np.testing.assert_array_equal(grad(k, "arr")(np.ones((3, 3)), "u"),
+                                  [[2.0, 0.0, 2.0]] * 3)
+    try:
+        PERIODIC = True                        # read again: the next call compiles anew
+        a, b = np.arange(20.0).reshape(4, 5), np.arange(20.0).reshape(4, 5)
+        assert k(a, "u") == boundaries(b, "u") and np.array_equal(a, b)
+    finally:
+        PERIODIC = False
+    with pytest.raises(KernelSyntaxError, match=r"`assert 'x' in \('h', 'u', 'v'\)` always fails"):
+        k(np.ones((3, 3)), "x")
+
+
 def test_gradients_with_module_level_arrays():
     """``grad`` differentiates the arguments; the hidden arrays are not among them."""
     rng, (x,) = rng_args("lv grad", 4)

@@ -7,8 +7,8 @@ to a kernel:
 
 - a number is a constant of the specialisation, read by
   ``ExpressionBuilder._global_number`` (an attribute chain naming one becomes a name of
-  the namespace, as below); ``True``/``False``, None, a string or a tuple of such values
-  reached through an attribute is written into the tree as that constant;
+  the namespace, as below); ``True``/``False``, None, a string or a tuple of such values,
+  named or reached through an attribute, is written into the tree as that constant;
 - a function, a bound method, a kernel or a decorated function is inlined where it is
   called (``calls.py``): an attribute chain naming one becomes a name of the namespace;
 - a NumPy or math function under another name (``from numpy import zeros, tanh``) is
@@ -242,6 +242,8 @@ def resolve(tree, func):
                 raise KernelSyntaxError(f"`{me}` is used as a value; a method may read "
                                         f"attributes of {me} ({me}.F, {me}.helper(x))",
                                         *_where(func, node))
+            elif is_constant(value) and not _number(value):    # periodic = False, "wrap"
+                replace[id(node)] = ast.parse(repr(_plain(value)), mode="eval").body
             continue
         if is_constant(value) and not _number(value):   # True, None, "wrap", (1, -2)
             replace[id(node)] = ast.parse(repr(_plain(value)), mode="eval").body
