@@ -1,4 +1,5 @@
-"""``out (+)= op(a) @ op(b)``: the matrix product (BLAS dgemm, or an i-k-j loop nest).
+"""``out (+)= op(a) @ op(b)``: the matrix product (BLAS dgemm, dgemv for a vector, dger for
+an outer product added to out, or an i-k-j loop nest).
 
 Made by ``frontend/array_matmul.py`` (``@``, ``np.dot``, ``np.matmul``, ``einsum``) and by
 ``analysis/blas.py`` (loop nests that are products). Its adjoints and tangents are
@@ -13,6 +14,17 @@ PROTOTYPE = """/* row-major cblas dgemm with 64-bit integers (OpenBLAS for Pytho
 void {0}(int, int, int, int64_t, int64_t, int64_t, double, const double *, int64_t,
          const double *, int64_t, double, double *, int64_t);
 #define sc_dgemm {0}
+"""
+GEMV = """/* row-major cblas dgemv: a matrix times a vector, which dgemm with one column does at
+   half its speed */
+void {0}(int, int, int64_t, int64_t, double, const double *, int64_t, const double *,
+         int64_t, double, double *, int64_t);
+#define sc_dgemv {0}
+"""
+GER = """/* row-major cblas dger: out += x y^T, the rank-1 update a vector product's adjoint is */
+void {0}(int, int64_t, int64_t, double, const double *, int64_t, const double *, int64_t,
+         double *, int64_t);
+#define sc_dger {0}
 """
 
 
@@ -99,15 +111,57 @@ class MatMul(LibraryNode):
 
     # ---- code ---------------------------------------------------------------------------
     def prototypes(self, library):
+        if self.gemv() is not None:
+            return (GEMV.format(library.symbol("cblas_dgemv")),)
+        if self.ger() is not None:
+            return (GER.format(library.symbol("cblas_dger")),)
         return (PROTOTYPE.format(library.symbol("cblas_dgemm")),)
 
+    def ger(self):
+        """(x, its stride, y, its stride) when the product adds an outer product of two
+        vectors to out (``abar += g x^T``: dger), else None."""
+        _, k, _ = self.op_dims()
+        if k != 1 or not self.accumulate:
+            return None
+        (_, lda), (_, ldb) = self.a_dims, self.b_dims
+        return self.a, (1 if self.trans_a else lda), self.b, (ldb if self.trans_b else 1)
+
+    def gemv(self):
+        """(matrix, its stored dims, transposed, vector, its stride, out's stride) when one
+        side of the product is a vector (``A @ x``, ``y @ A``: dgemv), else None."""
+        m, _, n = self.op_dims()
+        (_, lda), (_, ldb), (_, ldc) = self.a_dims, self.b_dims, self.out_dims
+        if n == 1:                      # out (m x 1) = op(a) x, x the column op(b)
+            return self.a, self.a_dims, self.trans_a, self.b, (1 if self.trans_b else ldb), ldc
+        if m == 1:                      # out^T (n x 1) = op(b)^T x, x the row op(a)
+            return self.b, self.b_dims, not self.trans_b, self.a, \
+                (lda if self.trans_a else 1), 1
+        return None
+
     def emit(self, gen):
-        """BLAS dgemm when a BLAS library is linked, else a loop nest in i-k-j order."""
+        """BLAS dgemv, dger or dgemm when a BLAS library is linked, else a loop nest in
+        i-k-j order."""
         m, k, n = (gen.index.doprint(x) for x in self.op_dims())
         lda, ldb = (gen.index.doprint(d[1]) for d in (self.a_dims, self.b_dims))
         ldc = gen.index.doprint(self.out_dims[1])
         a, b, c = (gen.pointer(x) for x in (self.a, self.b, self.out))
         beta = "1.0" if self.accumulate else "0.0"
+        vector = self.gemv() if gen.library else None
+        outer = self.ger() if gen.library and vector is None else None
+        if outer is not None:
+            x, incx, y, incy = outer
+            incx, incy = (gen.index.doprint(v) for v in (incx, incy))
+            gen.emit(f"sc_dger(101, {m}, {n}, 1.0, {gen.pointer(x)}, {incx}, {gen.pointer(y)}, "
+                     f"{incy}, {c}, {ldc});")
+            return
+        if vector is not None:
+            matrix, (rows, cols), trans, x, incx, incy = vector
+            rows, cols, lda, incx, incy = (gen.index.doprint(v) for v in
+                                           (rows, cols, cols, incx, incy))
+            gen.emit(f"sc_dgemv(101, {112 if trans else 111}, {rows}, {cols}, 1.0, "
+                     f"{gen.pointer(matrix)}, {lda}, {gen.pointer(x)}, {incx}, {beta}, {c}, "
+                     f"{incy});")
+            return
         if gen.library:
             gen.emit(f"sc_dgemm(101, {112 if self.trans_a else 111}, "
                      f"{112 if self.trans_b else 111}, "
