@@ -26,7 +26,18 @@ def scaled_where_positive(a, s):
     return a * 1.0
 
 
-CASES = [(inverse_cubes, lambda r: (r.random(7) + 0.05, 1.3)),
+def binned_means(data, radius, npt):
+    """NPBench's azimint_naive: a selection bound to a name, then reduced."""
+    res = np.zeros(npt)
+    for i in range(npt):
+        ring = np.logical_and(i / npt <= radius, radius < (i + 1) / npt)
+        values = data[ring]
+        res[i] = values.mean() + np.sum(values * values)
+    return np.sum(res * res)
+
+
+CASES = [(binned_means, lambda r: (r.standard_normal(40), r.random(40), 4)),
+         (inverse_cubes, lambda r: (r.random(7) + 0.05, 1.3)),
          (ring_means, lambda r: (r.standard_normal(9), np.linspace(0.0, 10.0, 9), 2, 7)),
          (scaled_where_positive, lambda r: (r.standard_normal(6), 0.5))]
 
@@ -47,6 +58,17 @@ def empty_ring(data, radius):
     return np.mean(data[radius > 2.0])       # selects nothing: nan, as NumPy
 
 
+def between_divisions(x, n):
+    """``1 / n`` of integers in a mask's condition is a true division (it was C's integer
+    one: an empty mask, a silent wrong answer)."""
+    return np.sum(np.logical_and(1 / n <= x, x < 3 / n) * x)
+
+
+def test_a_true_division_of_integers_in_a_mask_divides_as_python():
+    x = np.linspace(0.0, 1.0, 9)
+    assert kernel(between_divisions)(x, 4) == between_divisions(x, 4) == 1.75
+
+
 def test_mean_of_nothing_is_nan_as_numpy():
     with np.errstate(invalid="ignore"), pytest.warns(RuntimeWarning):
         want = empty_ring(np.ones(4), np.zeros(4))
@@ -62,8 +84,15 @@ def largest_selected(a):
     return np.max(a[a > 0])                  # NumPy raises for an empty selection
 
 
-@pytest.mark.parametrize("f, offset", [(times_an_array, 1), (largest_selected, 1)],
-                         ids=["times_an_array", "largest_selected"])
+def selected_then_changed(a):
+    values = a[a > 0]
+    a[0] = 5.0                               # the copy keeps the old values: not inlined
+    return np.sum(values)
+
+
+@pytest.mark.parametrize("f, offset", [(times_an_array, 1), (largest_selected, 1),
+                                       (selected_then_changed, 1)],
+                         ids=["times_an_array", "largest_selected", "selected_then_changed"])
 def test_other_uses_of_a_masked_selection_are_refused_naming_the_line(f, offset):
     with pytest.raises(KernelSyntaxError) as info:
         kernel(f)(np.linspace(-1.0, 1.0, 4), *([np.ones(4)] if f is times_an_array else []))

@@ -20,11 +20,16 @@ def _may_be_integer(expr):
     """False where ``expr.is_integer`` cannot be True: a symbol not known to be an
     integer (a connector), or a sum, product or power with such an operand. Tested
     first, as asking sympy runs its assumption machinery for every subexpression
-    printed (cavity_flow's reverse module: 0.8 of its 1.9 s of C generation)."""
+    printed (cavity_flow's reverse module: 0.8 of its 1.9 s of C generation). A select
+    whose condition reads data or divides is printed as a value: the index printer would
+    compare a connector in integer arithmetic or divide as C divides integers."""
     if isinstance(expr, sp.Symbol):
         return bool(expr.is_integer)
-    if isinstance(expr, (sp.Add, sp.Mul, sp.Pow)):
-        return all(_may_be_integer(a) for a in expr.args)
+    if isinstance(expr, sp.Pow) and not (expr.exp.is_Integer and expr.exp >= 0):
+        return False                # 1/n: Python's true division, never C's integer one
+    if isinstance(expr, (sp.Add, sp.Mul, sp.Pow, sp.Piecewise, sp.core.relational.Relational,
+                         BooleanFunction, ExprCondPair)):
+        return all(_may_be_integer(a) for a in expr.args)     # a select's conditions too
     return True
 
 

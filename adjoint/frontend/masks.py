@@ -1,5 +1,6 @@
 """Masked selections ``A[mask]`` where NumPy's result does not depend on their size:
-elementwise expressions of them stored back under the same mask, and reductions of them."""
+elementwise expressions of them stored back under the same mask, and reductions of them,
+also through a name bound to the selection (``v = data[m]`` ... ``v.mean()``)."""
 import ast
 import copy
 
@@ -67,3 +68,54 @@ def masked_operand(b, node):
     for n, m in zip(values.shape, mask.shape):
         b.agree(node, n, m, values.shape, mask.shape, "array and mask")
     return values, mask
+
+
+def inline_selection(stmts, k, is_mask, tree):
+    """``stmts`` from ``k + 1`` on with the name that ``stmts[k]`` binds to a masked
+    selection (``values = data[mask]``) replaced by the selection, or None. Sound where
+    nothing the selection reads is written before the name's last use and the name is
+    bound once and read nowhere else in the function (``tree``): NumPy's copy then holds
+    what the selection reads there. What the uses do with it is the masks' usual rules."""
+    stmt = stmts[k]
+    if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name) and isinstance(stmt.value, ast.Subscript)
+            and not isinstance(stmt.value.slice, (ast.Tuple, ast.Slice))
+            and is_mask(stmt.value.slice)):
+        return None
+    name, rest = stmt.targets[0].id, stmts[k + 1:]
+    uses = [j for j, s in enumerate(rest) if name in _names(s)]
+    everywhere = sum(isinstance(n, ast.Name) and n.id == name for n in ast.walk(tree))
+    here = sum(isinstance(n, ast.Name) and n.id == name for s in stmts[k:] for n in ast.walk(s))
+    if not uses or everywhere != here:
+        return None
+    read = _names(stmt.value)
+    if any(_writes(s) & (read | {name}) for s in rest[:uses[-1] + 1]):
+        return None
+
+    class Substitute(ast.NodeTransformer):
+        def visit_Name(self, node):
+            if node.id == name and isinstance(node.ctx, ast.Load):
+                return ast.copy_location(copy.deepcopy(stmt.value), node)
+            return node
+    return [ast.fix_missing_locations(Substitute().visit(copy.deepcopy(s))) for s in rest]
+
+
+def _names(node):
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _writes(stmt):
+    """Names ``stmt`` may write: assigned, stored into, or passed to a call other than
+    NumPy's (which may write its arguments in place)."""
+    out = set()
+    for n in ast.walk(stmt):
+        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+            out.add(n.id)
+        elif isinstance(n, (ast.Subscript, ast.Attribute)) and \
+                not isinstance(n.ctx, ast.Load):
+            out |= _names(n.value)
+        elif isinstance(n, ast.Call) and not (isinstance(n.func, ast.Attribute)
+                                              and isinstance(n.func.value, ast.Name)
+                                              and n.func.value.id in ("np", "numpy")):
+            out |= set().union(*(_names(a) for a in n.args), set())
+    return out

@@ -22,6 +22,7 @@ from ..sdfg import arithmetic as fp
 from .expressions import BITS, DataValue, ExpressionBuilder, IntValue
 from . import dtypes
 from .locals import classify_locals
+from .masks import inline_selection
 from .loops import LoopLowering
 from .outside import bind_arrays, integer_names
 
@@ -203,6 +204,11 @@ class KernelBuilder(LoopLowering):
                 stmt = stmts[k]
             if isinstance(stmt, ast.Return) and not (top and k == len(stmts) - 1):
                 raise self.src.error(stmt, "`return` must be the last statement of the kernel")
+            inlined = inline_selection(stmts, k, ArrayBuilder(ExpressionBuilder(
+                self, self.scope))._is_mask, self.src.tree)
+            if inlined is not None:     # `v = data[m]`: its uses read the selection itself
+                stmts[k + 1:] = inlined
+                continue
             elements.extend(self.statement(stmt))
             if k + 1 < len(stmts) and self.may_jump(stmt):
                 elements.append(self.unless_jumped(self.block(stmts[k + 1:])))
