@@ -1,7 +1,7 @@
 """Everything GPU-side in one run (under 5 minutes on one H200):
 
 1. every corpus kernel's forward, gradient and tangent on the GPU against the C path
-   (tests/corpus.py, tests/corpus_arrays.py and the kernels below), then a few at sizes
+   (adjoint/corpus/loops.py, adjoint/corpus/arrays.py and the kernels below), then a few at sizes
    that need many blocks per launch (atomics under contention, block sums of many
    partials, tape positions of many threads); a failed allocation must be a DeviceError;
 2. jacobi-2d, heat-3d and a Lorenz-96 ensemble, forward and gradient, at sizes that fill
@@ -26,17 +26,15 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-for p in (str(ROOT / "tests"), str(ROOT), str(HERE)):
-    if p not in sys.path:
-        sys.path.insert(0, p)
+sys.path[:0] = [str(ROOT)]   # the checkout: adjoint (its corpus too) and experiments
 
 import adjoint                                          # noqa: E402
 from adjoint import float64, grad, jvp, kernel, symbol, value_and_grad  # noqa: E402
 from adjoint.runtime.arguments import bind               # noqa: E402
-import corpus                                            # noqa: E402
-import corpus_arrays                                     # noqa: E402
-from corpus import CorpusCase                            # noqa: E402
-from kernel_testing import copy_args, rng_for            # noqa: E402
+from adjoint.corpus import loops as corpus              # noqa: E402
+from adjoint.corpus import arrays as corpus_arrays      # noqa: E402
+from adjoint.corpus.loops import CorpusCase            # noqa: E402
+from adjoint.corpus import copy_args, rng_for          # noqa: E402
 
 E, N, M, K = symbol("E"), symbol("N"), symbol("M"), symbol("K")
 START = time.perf_counter()

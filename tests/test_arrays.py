@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from adjoint import BoundsError, KernelSyntaxError, float64, grad, jvp, kernel, symbol, vjp
-from corpus_arrays import CASES, CASES_BY_NAME
+from adjoint.corpus.arrays import CASES, CASES_BY_NAME
 from kernel_testing import (arg_names, assert_arrays_close, assert_close_scalar,
                             assert_untouched, copy_args, fd_atol, fd_directional, inner,
                             random_direction, rng_for, run_reference, snapshot)

@@ -8,8 +8,8 @@ import pytest
 from adjoint import float64, grad, jvp, kernel, options, symbol
 from adjoint.library import MatMul
 from adjoint.sdfg.nodes import LoopRegion, Tasklet, walk
-from corpus import gemm, make_gemm
-from corpus_more import k2mm, k3mm, make_k2mm, make_k3mm
+from adjoint.corpus.loops import gemm, make_gemm
+from adjoint.corpus.more import k2mm, k3mm, make_k2mm, make_k3mm
 from kernel_testing import (arg_names, assert_arrays_close, assert_close_scalar, copy_args,
                             fd_atol, fd_directional, inner, random_direction, rng_for,
                             run_reference)

@@ -8,7 +8,7 @@ from adjoint import grad, kernel, options
 from adjoint.codegen import translation_units
 from adjoint.errors import CompileError
 from adjoint.runtime import build
-from corpus import jacobi1d
+from adjoint.corpus.loops import jacobi1d
 
 
 def _smooth():

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from adjoint import vjp
-from corpus import CASES as LOOP_CASES
-from corpus_arrays import CASES as ARRAY_CASES
-from corpus_more import CASES
+from adjoint.corpus.loops import CASES as LOOP_CASES
+from adjoint.corpus.arrays import CASES as ARRAY_CASES
+from adjoint.corpus.more import CASES
 from kernel_testing import (arg_names, assert_arrays_close, assert_close_scalar, copy_args,
                             fd_atol, fd_directional, inner, random_direction, rng_for,
                             run_reference)

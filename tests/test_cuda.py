@@ -25,8 +25,8 @@ from adjoint.codegen.cuda import cuda_source, launch_plan
 from adjoint.codegen.cuda_preamble import preamble
 from adjoint.frontend import parse, read_source, type_of_value
 from adjoint.sdfg import validate
-import corpus
-import corpus_arrays
+from adjoint.corpus import loops as corpus
+from adjoint.corpus import arrays as corpus_arrays
 from kernel_testing import copy_args, rng_for
 from test_records import limited_flux, limited_flux_args
 

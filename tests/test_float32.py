@@ -140,7 +140,7 @@ def test_a_decision_on_float32_data_compares_in_float32():
 
 def test_float64_kernels_are_left_as_they_were():
     from adjoint.sdfg.nodes import tasklets
-    import corpus
+    from adjoint.corpus import loops as corpus
     for case in corpus.CASES[:8]:
         if case.float32:
             continue

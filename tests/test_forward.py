@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from corpus import CASES, CASES_BY_NAME
+from adjoint.corpus.loops import CASES, CASES_BY_NAME
 from kernel_testing import (arg_names, assert_arrays_close, assert_close_scalar, copy_args,
                             rng_for, run_reference)
 

@@ -202,6 +202,7 @@ def test_the_install_puts_only_adjoint_and_simcore_at_the_top(repo_root):
     found = setuptools.find_packages(str(repo_root), include=tool["packages"]["find"]["include"])
     assert {p.split(".")[0] for p in found} == {"adjoint", "simcore"}
     assert "simcore.models" in found and "simcore.tasks" in found
+    assert "adjoint.corpus" in found        # the benchmark kernels ship with the engine
     data = {os.path.relpath(f, repo_root / "simcore")
             for pattern in tool["package-data"]["simcore"]
             for f in glob.glob(str(repo_root / "simcore" / pattern), recursive=True)}

@@ -12,7 +12,7 @@ from adjoint.options import options
 from adjoint.sdfg.nodes import (SEGMENT, THREADS, Guard, LoopRegion, MapScope, Pop, Tasklet,
                                 walk)
 
-from corpus import heat3d, make_heat3d
+from adjoint.corpus.loops import heat3d, make_heat3d
 from kernel_testing import (arg_names, assert_arrays_close, copy_args, fd_directional, fd_gradient,
                             rng_for)
 

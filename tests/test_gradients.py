@@ -12,7 +12,7 @@ import pytest
 from adjoint import grad, value_and_grad, vjp
 from adjoint.autodiff.partials import partial
 from adjoint.sdfg.nodes import Push, walk
-from corpus import CASES, CASES_BY_NAME
+from adjoint.corpus.loops import CASES, CASES_BY_NAME
 from kernel_testing import (arg_names, assert_arrays_close, assert_close_scalar,
                             assert_untouched, copy_args, fd_atol, fd_directional,
                             fd_gradient, inner,

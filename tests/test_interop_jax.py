@@ -11,7 +11,7 @@ from jax.test_util import check_grads  # noqa: E402
 
 from adjoint import ArgumentError, float64, grad, int64, jvp, kernel, symbol, vjp  # noqa: E402
 from adjoint.interop.jax import to_jax  # noqa: E402
-from corpus import (jacobi1d, make_jacobi1d, make_roughness, make_wave1d, relax,  # noqa: E402
+from adjoint.corpus.loops import (jacobi1d, make_jacobi1d, make_roughness, make_wave1d, relax,  # noqa: E402
                     roughness, step_and_energy, wave1d)
 from kernel_testing import copy_args, rng_for, run_reference  # noqa: E402
 

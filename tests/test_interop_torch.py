@@ -9,7 +9,7 @@ torch = pytest.importorskip("torch")
 
 from adjoint import ArgumentError, grad, symbol  # noqa: E402
 from adjoint.interop.torch import to_torch  # noqa: E402
-from corpus import (jacobi1d, make_jacobi1d, make_roughness, make_wave1d, relax,  # noqa: E402
+from adjoint.corpus.loops import (jacobi1d, make_jacobi1d, make_roughness, make_wave1d, relax,  # noqa: E402
                     roughness, step_and_energy, wave1d)
 from kernel_testing import copy_args, rng_for, run_reference  # noqa: E402
 

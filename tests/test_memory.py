@@ -6,23 +6,11 @@ import random
 import numpy as np
 import pytest
 
-from adjoint import AdjointError, float64, grad, kernel, symbol, vjp
+from adjoint import AdjointError, grad, vjp
 from adjoint.autodiff.plan import (Candidate, brute_force, least_memory, options_for,
                                    parse_bytes, solve)
 from adjoint.autodiff.revolve import advances, peak_snapshots, schedule
-
-N = symbol("N")
-
-
-@kernel
-def burgers(u: float64[N], v: float64[N], nu: float, dt: float, T: int) -> float:
-    for t in range(T):
-        for i in range(1, N - 1):
-            v[i] = u[i] - 0.5 * dt * u[i] * (u[i + 1] - u[i - 1]) \
-                + nu * dt * (u[i + 1] - 2.0 * u[i] + u[i - 1])
-        for i in range(1, N - 1):
-            u[i] = v[i]
-    return np.sum(u * u)
+from adjoint.corpus.planning import burgers, random_problem
 
 
 def _burgers_args(n=24, T=1000):
@@ -31,20 +19,12 @@ def _burgers_args(n=24, T=1000):
 
 
 # ---- the ILP against brute force ---------------------------------------------------
-def _random_problem(rng, n, loops):
-    return [Candidate(f"c{i}", rng.randrange(0, 4000), rng.randrange(0, 800),
-                      rng.uniform(1, 100),
-                      trips=rng.choice([6, 17]) if loops and rng.random() < 0.4 else 0,
-                      state_bytes=rng.randrange(8, 200), iteration_tape_bytes=rng.randrange(8, 300))
-            for i in range(n)]
-
-
 @pytest.mark.parametrize("n,loops,reusable", [(12, False, False), (12, False, True),
                                               (5, True, False), (5, True, True)])
 def test_ilp_equals_brute_force(n, loops, reusable):
     rng = random.Random(n * 7 + loops + 3 * reusable)
     for trial in range(6):
-        cands = _random_problem(rng, n, loops)
+        cands = random_problem(rng, n, loops)
         least = least_memory([options_for(c) for c in cands], 1000, reusable)
         budget = least + rng.randrange(0, 8000)
         best = brute_force(cands, 1000, budget, reusable)
@@ -55,7 +35,7 @@ def test_ilp_equals_brute_force(n, loops, reusable):
 
 def test_least_memory_is_the_brute_force_minimum():
     rng = random.Random(5)
-    cands = _random_problem(rng, 6, True)
+    cands = random_problem(rng, 6, True)
     menus = [options_for(c) for c in cands]
     from adjoint.autodiff.plan import peak
     want = min(peak(cands, choice, 100, False) for choice in itertools.product(*menus))

@@ -7,8 +7,8 @@ from adjoint import float64, grad, kernel, options, symbol
 from adjoint.analysis.parallel import parallelize
 from adjoint.codegen import translation_units
 from adjoint.sdfg.nodes import LoopRegion, MapScope, walk
-from corpus_arrays import masked_updates
-from corpus_more import conv2d, make_conv2d
+from adjoint.corpus.arrays import masked_updates
+from adjoint.corpus.more import conv2d, make_conv2d
 
 N = symbol("N")
 
@@ -265,7 +265,7 @@ def test_flat_recording_loops_place_tape_values_by_iteration():
     between iterations, and the reverse loop, whose only other link is the sum into
     g_a, vectorises as a simd reduction."""
     import re
-    from corpus import CASES_BY_NAME
+    from adjoint.corpus.loops import CASES_BY_NAME
     from kernel_testing import rng_for
     case = CASES_BY_NAME["leapfrog"]
     spec = case.kernel.specialize(case.make_args(rng_for("slots")))
@@ -281,7 +281,7 @@ def test_a_loop_adding_into_fixed_and_own_elements_of_one_array_vectorises():
     own element): both only additions, so gA[i, k]'s share waits in a local accumulator
     and the loop is a simd reduction (it ran serially, 14x the forward's time)."""
     import re
-    from corpus_more import CASES
+    from adjoint.corpus.more import CASES
     from kernel_testing import rng_for
     case = {c.name: c for c in CASES}["syrk"]
     args = case.make_args(rng_for("syrk-simd"))
@@ -327,7 +327,7 @@ def test_edges_of_gathered_nests_run_on_threads(monkeypatch):
     is worth threads (on one thread the edges took a third of the reverse sweep at
     N = 80). The loops over the two sides and over a slab's two planes are too short
     to share; the rows inside are shared, and the result does not depend on it."""
-    from corpus import CASES_BY_NAME
+    from adjoint.corpus.loops import CASES_BY_NAME
     from kernel_testing import fd_atol, fd_directional, run_reference
     case = CASES_BY_NAME["heat3d"]
     rng = np.random.default_rng(4)
@@ -441,7 +441,7 @@ def test_a_loop_pushing_a_sum_of_counts_moves_the_tape_past_all_of_them(monkeypa
     """gramschmidt's j loop pushes R[k, j] and a column of A, M + 1 values per iteration:
     on threads the tape position moves past (M + 1) * n of them once the loop is done,
     not M + n (the next column overwrote the record, and the gradient was wrong)."""
-    from corpus_more import CASES_BY_NAME, make_gramschmidt
+    from adjoint.corpus.more import CASES_BY_NAME, make_gramschmidt
     from kernel_testing import fd_atol, fd_directional, run_reference
     case = CASES_BY_NAME["gramschmidt"]
     rng = np.random.default_rng(6)

@@ -9,7 +9,7 @@ import numpy as np
 
 from adjoint import float64, grad, kernel, symbol
 from adjoint.sdfg.nodes import LoopRegion, MapScope, Memlet, Push, walk
-from corpus_arrays import CASES_BY_NAME
+from adjoint.corpus.arrays import CASES_BY_NAME
 from kernel_testing import (arg_names, assert_arrays_close, fd_gradient, rng_for,
                             run_reference)
 
@@ -321,7 +321,7 @@ def test_a_sum_in_a_scalar_is_recorded_once_per_iteration():
     the start of the reversed iteration; no iteration's record reads another's, and the
     record loop runs on threads."""
     from adjoint.analysis.parallel import parallelize
-    from corpus_more import conv2d, make_conv2d
+    from adjoint.corpus.more import conv2d, make_conv2d
     args = make_conv2d(rng_for("conv-record"), 6)
     adj = conv2d.specialize(args).backward(frozenset({"x", "w"}),
                                            frozenset({"__return"})).adjoint

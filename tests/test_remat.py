@@ -4,7 +4,7 @@ Every gradient is checked against central finite differences."""
 import numpy as np
 
 from adjoint import float64, kernel, symbol
-from corpus_arrays import CASES_BY_NAME
+from adjoint.corpus.arrays import CASES_BY_NAME
 from test_records import check_fd, pushed
 from kernel_testing import rng_for
 

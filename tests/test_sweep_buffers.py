@@ -12,9 +12,9 @@ import adjoint
 from adjoint import float64, grad, kernel, options, symbol, value_and_grad, vjp
 from adjoint.runtime.memory import SMALL, BufferPool
 from adjoint.sweep import Sweep
-from corpus import jacobi1d
+from adjoint.corpus.loops import jacobi1d
 from kernel_testing import fd_directional
-from test_memory import burgers
+from adjoint.corpus.planning import burgers
 
 N = symbol("N")
 smooth = jacobi1d         # linear in A: grad runs no forward sweep, records nothing

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from adjoint import ArgumentError, jvp, vjp
-from corpus import CASES, CASES_BY_NAME
+from adjoint.corpus.loops import CASES, CASES_BY_NAME
 from kernel_testing import (arg_names, assert_untouched, fd_directional, random_direction,
                             rng_for, run_reference, snapshot)
 

@@ -13,8 +13,8 @@ axes. Several kernels call other kernels (``cavity_flow``, ``channel_flow``,
 import numpy as np
 
 from adjoint import float64, kernel, symbol
-from corpus import CorpusCase
-from corpus_arrays import away_from
+from adjoint.corpus.arrays import away_from
+from adjoint.corpus.loops import CorpusCase
 
 N = symbol("N")
 M = symbol("M")

@@ -9,7 +9,7 @@ kinks (no tie within reach of the finite differences) and logs/square roots posi
 import numpy as np
 
 from adjoint import float64, kernel, symbol
-from corpus import CorpusCase
+from adjoint.corpus.loops import CorpusCase
 
 N = symbol("N")
 M = symbol("M")

@@ -1,4 +1,5 @@
-"""JAX ports of the corpus kernels (tests/corpus*.py), for the benchmark suite (bench.py).
+"""JAX ports of the corpus kernels (loops.py, arrays.py, more.py here), for the benchmark
+suite (experiments/bench.py).
 
 Each port is a pure function of the kernel's arguments, in the same order, returning the
 kernel's loss; ``jax.jit(jax.grad(port, argnums=<the case's wrt>), static_argnames=<ints>)``
@@ -16,7 +17,7 @@ would port the NumPy original:
   trip counts.
 
 ``STYLE`` records per port which of these it is. ``LITERAL`` holds a second, *faithful*
-port of every loop-heavy kernel (kind "loops" or "mixed" in bench_sizes.py), transcribed
+port of every loop-heavy kernel (kind "loops" or "mixed" in sizes.py), transcribed
 loop for loop (a ``fori_loop`` per loop in the same order, ``.at[].set`` per element, the
 same arithmetic, as experiments/jax_seidel2d.py does; see "literal ports" at the end of
 this file): how a scientist who ports the loop code to JAX without restructuring it
@@ -90,7 +91,7 @@ def lower_mask(n, k=0):
     return np.tril(np.ones((n, n), bool), k)
 
 
-# =========================================================================== corpus.py
+# ============================================================================ loops.py
 
 @port("jacobi1d", "vectorised sweeps, fori over T", static=("T",))
 def jacobi1d(A, B, T):
@@ -365,7 +366,7 @@ def smooth_unannotated(A, alpha, T):
     return jnp.sum(A * A)
 
 
-# ==================================================================== corpus_arrays.py
+# =========================================================================== arrays.py
 
 @port("jacobi2d_slices", "vectorised, fori over T", static=("T",))
 def jacobi2d_slices(A, B, T):
@@ -527,7 +528,7 @@ def assorted_views(A, w):
     return jnp.sum(A * A) + jnp.sum(jnp.clip(A, 0.01, None)) + jnp.sum(A > 0.0)
 
 
-# ===================================================================== corpus_more.py
+# ============================================================================= more.py
 
 @port("bicg", "vectorised (@)")
 def bicg(A, p, r, s, q):
@@ -1064,7 +1065,7 @@ def trisolv_literal(L, b, x):
 
 # ---------------------------------------------------- literal ports of the other loop kernels
 #
-# One per "loops"/"mixed" kernel (experiments/bench_sizes.py), transcribed statement for
+# One per "loops"/"mixed" kernel (sizes.py), transcribed statement for
 # statement: a ``fori_loop`` per Python loop in the same order, ``.at[].set`` per element
 # (``.add`` for ``+=``; ``x *= s`` as ``.set(x[i] * s)``, since ``.multiply``/``.divide``
 # by a differentiated value make reverse mode save the whole array every iteration),
@@ -1103,7 +1104,7 @@ def loop_down(start, stop, body, init):
     return lax.fori_loop(0, start - stop, lambda k, s: body(start - k, s), init)
 
 
-# ------------------------------------------------------------------------------ corpus.py
+# ------------------------------------------------------------------------------- loops.py
 
 @port("jacobi1d", "", literal=True)
 def jacobi1d_literal(A, B, T):
@@ -1327,7 +1328,7 @@ def smooth_unannotated_literal(A, alpha, T):
     return jnp.sum(A * A)
 
 
-# ------------------------------------------------------------------------ corpus_arrays.py
+# ------------------------------------------------------------------------------ arrays.py
 
 @port("assorted_views", "", literal=True)
 def assorted_views_literal(A, w):
@@ -1344,7 +1345,7 @@ def assorted_views_literal(A, w):
     return jnp.sum(A * A) + jnp.sum(jnp.clip(A, 0.01, None)) + jnp.sum(A > 0.0)
 
 
-# -------------------------------------------------------------------------- corpus_more.py
+# -------------------------------------------------------------------------------- more.py
 
 @port("bicg", "", literal=True)
 def bicg_literal(A, p, r, s, q):

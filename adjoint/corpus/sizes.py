@@ -17,21 +17,13 @@ size (a fixed time-step array, a convergence tolerance, fixed widths) have a mak
 "loop-heavy" in the summaries is loops + mixed.
 """
 import inspect
-import sys
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
-TESTS = Path(__file__).resolve().parents[1] / "tests"
-if str(TESTS) not in sys.path:
-    sys.path.insert(0, str(TESTS))
+import adjoint.corpus
 
-import corpus  # noqa: E402
-import corpus_arrays  # noqa: E402
-import corpus_more  # noqa: E402
-
-CASES = {c.name: c for c in corpus.CASES + corpus_arrays.CASES + corpus_more.CASES}
+CASES = {c.name: c for c in adjoint.corpus.CASES}
 TIME_KEYS = ("T", "TSTEPS", "nt", "steps", "maxit")   # linear in the work: extrapolate on these
 
 
@@ -128,7 +120,7 @@ def make_mlp_loops(rng, n, d, h, c):
 
 B = Bench
 TABLE = [
-    # ---------------------------------------------------------------- corpus.py: loops
+    # ------------------------------------------------------------------ loops.py: loops
     B("jacobi1d", "loops", dict(n=1000, T=50), dict(n=10000, T=100)),
     B("jacobi2d", "loops", dict(n=50, T=20), dict(n=150, T=50)),
     B("heat3d", "loops", dict(n=20, T=10), dict(n=40, T=20)),
@@ -156,7 +148,7 @@ TABLE = [
     B("leapfrog", "loops", dict(n=2000, steps=50), dict(n=10000, steps=200),
       make=make_leapfrog),
     B("smooth_unannotated", "loops", dict(n=50, T=20), dict(n=150, T=50)),
-    # ------------------------------------------------------ corpus_arrays.py: vectorised
+    # ------------------------------------------------------------- arrays.py: vectorised
     B("jacobi2d_slices", "vectorised", dict(n=150, T=20), dict(n=600, T=50)),
     B("heat3d_vec", "vectorised", dict(n=30, T=10), dict(n=80, T=20)),
     B("wave_temporaries", "vectorised", dict(n=10_000, T=50), dict(n=100_000, T=200)),
@@ -175,7 +167,7 @@ TABLE = [
     B("views_and_copies", "vectorised", dict(n=300), dict(n=2000)),
     B("stepped_slices", "vectorised", dict(n=300), dict(n=2000)),
     B("assorted_views", "mixed", dict(n=300), dict(n=1500)),
-    # -------------------------------------------------------------------- corpus_more.py
+    # ---------------------------------------------------------------------------- more.py
     B("bicg", "loops", dict(n=300), dict(n=1500)),
     B("mvt", "vectorised", dict(n=300), dict(n=2000)),
     B("gemver", "vectorised", dict(n=300), dict(n=2000)),
