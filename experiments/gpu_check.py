@@ -11,7 +11,7 @@
 
     python experiments/gpu_check.py [--out DIR] [--skip-timing]
 
-All modules are compiled first, in parallel (tests/cuda_warmup.py), into the compile
+All modules are compiled first, in parallel (adjoint/corpus/cuda_warmup.py), into the compile
 cache; the checks and timings then load them. Writes gpu_check.json into DIR (default
 experiments/results); exits 1 if a check fails.
 """
@@ -99,8 +99,9 @@ def make_two_layers(rng, n=5):
 CASES = [CorpusCase("lorenz96_ensemble", lorenz96_ensemble, make_lorenz96_ensemble,
                     ("x", "F", "dt"), ("x",)),
          CorpusCase("two_layers", two_layers, make_two_layers, ("x", "W1", "b", "W2"))]
-SOURCES = [("corpus", corpus.CASES), ("corpus_arrays", corpus_arrays.CASES),
-           ("gpu_check", CASES)]
+# the modules the warm-up's processes import the cases from
+SOURCES = [("adjoint.corpus.loops", corpus.CASES),
+           ("adjoint.corpus.arrays", corpus_arrays.CASES), ("gpu_check", CASES)]
 ALL = [(module, case) for module, cases in SOURCES for case in cases]
 # a few at sizes with many blocks per launch: (case name, n)
 LARGE = [("jacobi2d", 260), ("jacobi2d_slices", 300), ("heat3d", 40), ("softmax_rows", 200),
@@ -300,7 +301,7 @@ def main():
     global EMULATE
     EMULATE = opts.emulate
     use_gpu()                                   # a clear error here without GPU or nvcc
-    from cuda_warmup import build_all
+    from adjoint.corpus.cuda_warmup import build_all
     gpu = "cuda-emulated" if EMULATE else "cuda"
     jobs = [(module, case.name, device, None, True) for module, case in ALL
             for device in (gpu, "cpu")]

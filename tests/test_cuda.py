@@ -432,9 +432,9 @@ def test_an_unknown_entry_is_a_device_error(emulated):
 @pytest.fixture(scope="module")
 def gpu_modules():
     """Every module the GPU tests use, built in parallel first (nvcc takes seconds each)."""
-    from cuda_warmup import build_all
-    named = [("corpus", c) for c in corpus.CASES] + [("corpus_arrays", c)
-                                                      for c in corpus_arrays.CASES]
+    from adjoint.corpus.cuda_warmup import build_all
+    named = [("adjoint.corpus.loops", c) for c in corpus.CASES] + \
+        [("adjoint.corpus.arrays", c) for c in corpus_arrays.CASES]
     named += [("test_cuda", c) for c in EXTRA.values()]
     build_all([(module, case.name, device, None, True) for module, case in named
                for device in ("cuda", "cpu")])

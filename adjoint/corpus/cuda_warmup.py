@@ -3,8 +3,9 @@
 nvcc takes seconds per module and the GPU checks need hundreds (every corpus kernel's
 forward, reverse-mode and tangent module, on the GPU and on the CPU), so they are built
 in parallel first; the checks then load them from the cache. A job names a
-``CorpusCase`` by module (in its ``CASES`` list or ``EXTRA`` dict) and case name, so that
-fresh processes can find it.
+``CorpusCase`` by module (in its ``CASES`` list or ``EXTRA`` dict: ``adjoint.corpus.loops``,
+or a test's or experiment's module, importable from the caller's ``sys.path``) and case
+name, so that fresh processes can find it.
 """
 import concurrent.futures
 import importlib
@@ -20,7 +21,7 @@ def _build(job):
     sys.path[:0] = [p for p in path if p not in sys.path]
     import adjoint
     from adjoint.frontend import RESULT
-    from kernel_testing import rng_for
+    from adjoint.corpus import rng_for
     if device == "cuda-emulated":
         adjoint.configure(device="cuda", cuda_emulation=True)
     else:
@@ -44,8 +45,7 @@ def build_all(jobs, workers=None, log=print):
     in ``workers`` processes; returns the seconds it took. The processes inherit the
     environment (SIMCORE_CACHE_DIR), so the cache they fill is this process's."""
     workers = workers or min(len(jobs), os.cpu_count() or 1)
-    path = [os.path.dirname(os.path.abspath(__file__)),
-            os.path.dirname(os.path.dirname(os.path.abspath(__file__)))] + sys.path
+    path = list(sys.path)           # the callers' modules (a test's, an experiment's)
     start = time.perf_counter()
     context = multiprocessing.get_context("spawn")      # no CUDA state crosses a fork
     with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
