@@ -5,7 +5,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 
 KERNEL = textwrap.dedent('''
     import numpy as np

@@ -30,7 +30,7 @@ from adjoint.errors import AdjointError, KernelSyntaxError
 from adjoint.frontend import parse, read_source, type_of_value
 from adjoint.sdfg import validate
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 PAYLOAD = 'M\n#define sqrt(x) ({ system("touch @MARK@"); 1.0; })\n'
 SIZES = ["int", "restrict", "main", "\u03b1", "x" * 10_000, PAYLOAD, "a*/b ??/", ""]
 LONG = "L" * 10_000         # an argument name: any Python identifier is one

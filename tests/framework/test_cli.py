@@ -147,7 +147,7 @@ def test_a_failure_is_one_line_and_its_traceback_is_in_run_log(tmp_path, capsys,
     assert status == 1 and "Traceback" not in out + err
     last = out.rstrip().splitlines()[-1]
     assert "[simcore][ERROR] - failed: ZeroDivisionError: division by zero at " \
-           "tests/test_cli.py:" in last and last.endswith("(traceback in run.log)")
+           "tests/framework/test_cli.py:" in last and last.endswith("(traceback in run.log)")
     log = run_log(tmp_path / "r")
     assert log[-1] == last
     assert any(x.startswith("Traceback (most recent call last):") for x in log)
@@ -334,7 +334,7 @@ def test_the_simcore_command_is_installed_and_runs(repo_root):
 # A README block that starts with "$ simcore run ..." (one line) holds what it prints; "..."
 # stands for lines left out (one gap at most: the lines before it are the first printed,
 # those after it the last). Numbers, paths and thread counts differ from run to run and
-# are compared as placeholders. `python tests/test_cli.py --readme` reruns every
+# are compared as placeholders. `python tests/framework/test_cli.py --readme` reruns every
 # documented command and writes what it printed into README.md.
 import contextlib  # noqa: E402
 import re  # noqa: E402
@@ -392,7 +392,7 @@ def expected(block, output):
     return head + ["..."] + tail, output[:len(head)] + ["..."] + output[len(output) - len(tail):]
 
 
-README = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md")
+README = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "README.md")
 README_BLOCKS = readme_blocks(open(README).read())
 
 
@@ -402,7 +402,7 @@ def test_readme_output_blocks_are_what_the_commands_print(command, tmp_path, mon
     block = next(b[3] for b in README_BLOCKS if b[2] == command)
     want, got = expected(block, printed(command, tmp_path))
     assert [normal(x) for x in got] == [normal(x) for x in want], \
-        "README.md is out of date: python tests/test_cli.py --readme rewrites its blocks"
+        "README.md is out of date: python tests/framework/test_cli.py --readme rewrites its blocks"
 
 
 def rewrite_readme(path):

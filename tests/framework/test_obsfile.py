@@ -253,7 +253,7 @@ def test_bad_state_files(tmp_path):
 def test_the_sample_files_in_data_read_and_run(tmp_path):
     """data/README.md's examples: the files read, and a short run uses their first times."""
     import pathlib
-    data = pathlib.Path(__file__).resolve().parents[1] / "data"
+    data = pathlib.Path(__file__).resolve().parents[2] / "data"
     model = simcore.get_model("lorenz96")
     obs = ObservationSet.read(data / "lorenz96_observations.nc", model)
     assert len(obs) == 8000 and len(obs.times()) == 200 and obs.times()[0] == 4

@@ -1,7 +1,7 @@
 """The two-scale Lorenz-96 model (models/lorenz96_2scale.py): the compiled kernel against
 the NumPy reference, the slow equation against the one-scale model when uncoupled, the
 truth run and its subgrid tendency, and the attractor's statistics. (Every task runs on
-it through tests/test_framework.py and tests/test_models.py with its ``tiny`` values.)"""
+it through tests/framework/test_framework.py and test_models.py with its ``tiny`` values.)"""
 from dataclasses import replace
 
 import numpy as np

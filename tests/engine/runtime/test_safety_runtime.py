@@ -21,7 +21,7 @@ from adjoint.runtime import build
 from adjoint.runtime.blas import blas
 
 N = symbol("N")
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @kernel

@@ -462,7 +462,7 @@ def test_dapper_compare_skips_cleanly_without_dapper():
     import sys
     if importlib.util.find_spec("dapper") is not None:
         pytest.skip("DAPPER is installed: the script would run it")
-    root = pathlib.Path(__file__).resolve().parents[1]
+    root = pathlib.Path(__file__).resolve().parents[2]
     done = subprocess.run([sys.executable, str(root / "experiments" / "dapper_compare.py")],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "DAPPER is not installed" in done.stdout

@@ -133,7 +133,7 @@ class Model:
 
 def test_decorated_functions_and_methods_compile_what_python_runs():
     """Refused before (the engine would have compiled the insides alone); now the wrapper
-    and self are compiled too (tests/test_values.py has the rest)."""
+    and self are compiled too (test_values.py has the rest)."""
     u = np.linspace(0.1, 0.9, 3)
     assert kernel(calls_decorated)(u) == pytest.approx(calls_decorated(u), rel=1e-14)
     np.testing.assert_array_equal(kernel(doubled_sin)(u), doubled_sin(u))
