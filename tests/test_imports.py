@@ -3,7 +3,8 @@ too (a cycle hidden in a function still ties the modules together: neither can b
 understood, tested or changed without the other). Modules above reach the ones below
 through imports; the way back is a builder's method (the frontend's mixins), a
 registry (``library`` into ``frontend/array_calls.NUMPY_LINALG``) or a base class
-moved down (``frontend/source.KernelFunction``)."""
+moved down (``frontend/source.KernelFunction``). And ``experiments/`` never imports
+``tests/``: what both use is the package ``adjoint.corpus``."""
 import ast
 import os
 
@@ -72,6 +73,21 @@ def cycles(graph):
 def import_graph(root):
     mods = modules(root)
     return {name: imported(name, path, mods) for name, path in mods.items()}
+
+
+def test_experiments_do_not_import_tests(repo_root):
+    """The experiments import the benchmark kernels from ``adjoint.corpus``: neither a test
+    module nor a helper of the tests, nor ``tests/`` put on ``sys.path``."""
+    tests = {p.stem for p in (repo_root / "tests").rglob("*.py")}
+    for path in sorted((repo_root / "experiments").rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        names = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import)
+                 for a in n.names}
+        names |= {n.module.split(".")[0] for n in ast.walk(tree)
+                  if isinstance(n, ast.ImportFrom) and n.module and not n.level}
+        assert not names & tests, (path.name, names & tests)
+        assert not any(isinstance(n, ast.Constant) and n.value == "tests"
+                       for n in ast.walk(tree)), f"{path.name} names the tests folder"
 
 
 @pytest.mark.parametrize("package", ["adjoint", "simcore"])

@@ -426,8 +426,8 @@ def make_smooth_unannotated(rng, n=7):
 
 # ------------------------------------------------------------------------ the corpus
 
-# ---- kernels the interop tests (tests/test_interop_*.py) share: a returned tuple, and an
-# argument written in place with nothing returned
+# ---- kernels the interop tests (engine/runtime/test_interop_*.py) share: a returned tuple,
+# and an argument written in place with nothing returned
 @kernel
 def step_and_energy(u: float64[N], c: float):
     v = u.copy()

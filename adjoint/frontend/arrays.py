@@ -140,6 +140,8 @@ class ArrayLowering:
         return is_array_subscript(scope, node)
 
     def is_array_call(self, ex, node):
+        """An array function (``np.sum``, ``np.where``) or a ufunc that the array builder
+        evaluates even on numbers (array_calls.on_numbers)."""
         from .array_calls import on_numbers
         return is_array_call(ex, node) or on_numbers(ex, node.func)
 
