@@ -18,10 +18,10 @@ from .codegen.c import FAILED
 from .errors import AdjointError, ArgumentError, BoundsError, LinAlgError
 from .options import CUDA_SETTINGS, options, set_options, target
 from .sweep import Sweep
-from .frontend import RESULT, declared_types, read_source, type_of_value
+from .frontend import RESULT, read_source, type_of_value
 from .frontend.outside import HIDDEN, function_value, is_constant, outside_reads, same_value
-from .frontend.source import check_parameters, decorated_source, function_tree, \
-    refuse_unreadable, with_defaults
+from .frontend.source import KernelFunction, check_parameters, decorated_source, \
+    function_tree, with_defaults
 from .runtime.arguments import Binding, signature
 from .runtime.cuda import require_cuda
 from .runtime.memory import SMALL, BufferPool, HostMemory, idle, on_device
@@ -32,14 +32,12 @@ BINDINGS = 16       # argument signatures a kernel keeps the checks of (see Kern
 LOSS = types.MappingProxyType({RESULT: 1.0})      # the cotangent grad pulls back
 
 
-class Kernel:
+class Kernel(KernelFunction):
     """A compiled kernel. Calling it behaves like the Python function (in place)."""
 
     def __init__(self, func):
-        refuse_unreadable(func)
-        functools.update_wrapper(self, func)
+        super().__init__(func)
         self.py_func = functools.wraps(func)(functools.partial(_run_as_python, func))
-        self._declared = declared_types(func)
         self._parameters = tuple(inspect.signature(func).parameters.values())
         self._source, self._source_fixed = None, ()
         self._outside = {}          # function values -> (hidden arrays, fixed values)

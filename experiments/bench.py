@@ -61,7 +61,7 @@ import traceback
 import numpy as np
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT)]   # the checkout: adjoint (its corpus too) and experiments
 
 from experiments import bench_jax, bench_report  # noqa: E402
 from experiments.bench_timing import (best_of, best_of_each, copies, every_core,  # noqa: E402
@@ -244,7 +244,7 @@ def warm_worker(names, sizes_name, threads):
     math_funcs; 7-8 ms each measured alone), a cost of the worker's heap, not of loading
     the kernel."""
     import adjoint
-    from experiments.bench_sizes import BENCHES
+    from adjoint.corpus.sizes import BENCHES
     if hasattr(adjoint.options, "threads"):
         adjoint.configure(threads=threads)
     warmup(adjoint)
@@ -355,7 +355,7 @@ def main():
         adjoint.configure(threads=opts.threads)
     if opts.threads == 1:
         os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + XLA_ONE_THREAD).strip()
-    from experiments.bench_sizes import BENCHES, TABLE
+    from adjoint.corpus.sizes import BENCHES, TABLE
     names = opts.kernels.split(",") if opts.kernels else [b.name for b in TABLE]
     unknown = [n for n in names if n not in BENCHES]
     if unknown:

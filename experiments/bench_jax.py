@@ -1,5 +1,5 @@
 """The JAX side of the benchmark: jitted forward and ``jit(grad)`` of the ports in
-jax_ports.py, compiled ahead of time for given arguments (integer arguments fixed)."""
+adjoint/corpus/jax_ports.py, compiled ahead of time for given arguments (integer arguments fixed)."""
 import time
 
 import numpy as np
@@ -16,7 +16,7 @@ def load():
 class JaxRunner:
     def __init__(self):
         import jax
-        from experiments import jax_ports
+        from adjoint.corpus import jax_ports
         self.jax, self.jnp, self.ports = jax, jax.numpy, jax_ports
 
     @property

@@ -247,7 +247,7 @@ def markdown(info, records, sizes):
               "`Python/engine` = speed-up of the compiled forward over the original "
               "(`k.py_func`), `JAX/engine ∇` = speed-up of `adjoint.grad` (w.r.t. the corpus "
               "case's wrt) over `jax.jit(jax.grad(port))` of the port in "
-              "`experiments/jax_ports.py`; `∇/fwd` = gradient time over forward time. "
+              "`adjoint/corpus/jax_ports.py`; `∇/fwd` = gradient time over forward time. "
               "Two JAX ports: **idiomatic** (`jax_ports.PORTS`: the port a JAX expert "
               "writes -- independent loops vectorised into `jnp` array code, recurrences "
               "as `lax.scan`; the columns without a qualifier) and, for the loop-heavy "

@@ -1,4 +1,4 @@
-"""Check the literal (faithful, loop-for-loop) JAX ports of experiments/jax_ports.py.
+"""Check the literal (faithful, loop-for-loop) JAX ports of adjoint/corpus/jax_ports.py.
 
     python experiments/check_literal_ports.py                  # every port in LITERAL
     python experiments/check_literal_ports.py --kernels lu,adi
@@ -14,7 +14,7 @@ For every kernel with a literal port, at the corpus factory's default (small) si
 
 Errors are relative to the largest entry (bench_timing.rel_error), the worst argument.
 Prints one line per kernel and a summary; lists loop-heavy kernels (kind "loops" or
-"mixed" in bench_sizes.py) without a literal port. Exit status 1 when a check fails or
+"mixed" in adjoint/corpus/sizes.py) without a literal port. Exit status 1 when a check fails or
 such a kernel is missing.
 """
 import argparse
@@ -27,10 +27,10 @@ import zlib
 import numpy as np
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT)]   # the checkout: adjoint (its corpus too) and experiments
 
 from experiments import bench_jax  # noqa: E402
-from experiments.bench_sizes import TABLE, CASES  # noqa: E402
+from adjoint.corpus.sizes import TABLE, CASES  # noqa: E402
 from experiments.bench_timing import copies, max_rel_error, rel_error  # noqa: E402
 
 TOL = {np.float64: {"value": 1e-9, "grad": 1e-9, "fd": 1e-5},

@@ -1,7 +1,7 @@
 """Everything GPU-side in one run (under 5 minutes on one H200):
 
 1. every corpus kernel's forward, gradient and tangent on the GPU against the C path
-   (tests/corpus.py, tests/corpus_arrays.py and the kernels below), then a few at sizes
+   (adjoint/corpus/loops.py, adjoint/corpus/arrays.py and the kernels below), then a few at sizes
    that need many blocks per launch (atomics under contention, block sums of many
    partials, tape positions of many threads); a failed allocation must be a DeviceError;
 2. jacobi-2d, heat-3d and a Lorenz-96 ensemble, forward and gradient, at sizes that fill
@@ -11,7 +11,7 @@
 
     python experiments/gpu_check.py [--out DIR] [--skip-timing]
 
-All modules are compiled first, in parallel (tests/cuda_warmup.py), into the compile
+All modules are compiled first, in parallel (adjoint/corpus/cuda_warmup.py), into the compile
 cache; the checks and timings then load them. Writes gpu_check.json into DIR (default
 experiments/results); exits 1 if a check fails.
 """
@@ -26,17 +26,15 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-for p in (str(ROOT / "tests"), str(ROOT), str(HERE)):
-    if p not in sys.path:
-        sys.path.insert(0, p)
+sys.path[:0] = [str(ROOT)]   # the checkout: adjoint (its corpus too) and experiments
 
 import adjoint                                          # noqa: E402
 from adjoint import float64, grad, jvp, kernel, symbol, value_and_grad  # noqa: E402
 from adjoint.runtime.arguments import bind               # noqa: E402
-import corpus                                            # noqa: E402
-import corpus_arrays                                     # noqa: E402
-from corpus import CorpusCase                            # noqa: E402
-from kernel_testing import copy_args, rng_for            # noqa: E402
+from adjoint.corpus import loops as corpus              # noqa: E402
+from adjoint.corpus import arrays as corpus_arrays      # noqa: E402
+from adjoint.corpus.loops import CorpusCase            # noqa: E402
+from adjoint.corpus import copy_args, rng_for          # noqa: E402
 
 E, N, M, K = symbol("E"), symbol("N"), symbol("M"), symbol("K")
 START = time.perf_counter()
@@ -101,8 +99,9 @@ def make_two_layers(rng, n=5):
 CASES = [CorpusCase("lorenz96_ensemble", lorenz96_ensemble, make_lorenz96_ensemble,
                     ("x", "F", "dt"), ("x",)),
          CorpusCase("two_layers", two_layers, make_two_layers, ("x", "W1", "b", "W2"))]
-SOURCES = [("corpus", corpus.CASES), ("corpus_arrays", corpus_arrays.CASES),
-           ("gpu_check", CASES)]
+# the modules the warm-up's processes import the cases from
+SOURCES = [("adjoint.corpus.loops", corpus.CASES),
+           ("adjoint.corpus.arrays", corpus_arrays.CASES), ("gpu_check", CASES)]
 ALL = [(module, case) for module, cases in SOURCES for case in cases]
 # a few at sizes with many blocks per launch: (case name, n)
 LARGE = [("jacobi2d", 260), ("jacobi2d_slices", 300), ("heat3d", 40), ("softmax_rows", 200),
@@ -302,7 +301,7 @@ def main():
     global EMULATE
     EMULATE = opts.emulate
     use_gpu()                                   # a clear error here without GPU or nvcc
-    from cuda_warmup import build_all
+    from adjoint.corpus.cuda_warmup import build_all
     gpu = "cuda-emulated" if EMULATE else "cuda"
     jobs = [(module, case.name, device, None, True) for module, case in ALL
             for device in (gpu, "cpu")]

@@ -26,14 +26,14 @@ import time
 import numpy as np
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT)]   # the checkout: adjoint (its corpus too) and experiments
 
 import pulp  # noqa: E402
 
 from adjoint import configure, grad  # noqa: E402
 from adjoint.options import options  # noqa: E402
 from adjoint.autodiff import plan as P  # noqa: E402
-from test_memory import _random_problem, burgers  # noqa: E402
+from adjoint.corpus.planning import burgers, random_problem  # noqa: E402
 
 RESULTS = ROOT / "experiments" / "results"
 MiB = 2**20
@@ -111,7 +111,7 @@ def ilp_times(sizes=(10, 50, 100), problems=10, repeats=3):
         rng = random.Random(n)
         best = {k: dict(wall=[], cpu=[], costs=[]) for k in solvers}
         for _ in range(problems):
-            cands = _random_problem(rng, n, True)
+            cands = random_problem(rng, n, True)
             menus = [P.options_for(c) for c in cands]
             least = P.least_memory(menus, 1000, False)
             full = P.peak(cands, [m[0] for m in menus], 1000, False)
@@ -189,7 +189,7 @@ def markdown(info, problem, rows, ilp, targets):
         "the engine's ledger (buffers, tapes, snapshots), not process RSS. '× store-all' divides by the best "
         f"store-all gradient of the run (timed again after every row: {ref_text(problem)}). 'bitwise': "
         "every gradient equals the store-all one bit for bit.", "", *lines, "",
-        "ILP: `plan.solve` on the tests' random problems (`_random_problem`, loops included), 10 per size, "
+        "ILP: `plan.solve` on the tests' random problems (`adjoint.corpus.planning.random_problem`, loops included), 10 per size, "
         "best of 3 per problem; CPU includes the CBC subprocess. 'pulp default launcher' is "
         "`pulp.COIN_CMD(msg=False)`: the `cbc` console script on PATH, cuts on.", "",
         "Targets:", "", *[f"- {k}: {'met' if v['met'] else 'NOT met'} ({v['value']})" for k, v in targets.items()],

@@ -16,10 +16,10 @@ import sys
 import numpy as np
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT)]   # the checkout: adjoint (its corpus too) and experiments
 
 import adjoint  # noqa: E402
-from experiments.bench_sizes import BENCHES  # noqa: E402
+from adjoint.corpus.sizes import BENCHES  # noqa: E402
 from experiments.bench_timing import best_of, copies, load_average, machine  # noqa: E402
 
 RESULTS = ROOT / "experiments" / "results"

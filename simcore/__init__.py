@@ -8,8 +8,7 @@
 from .errors import ConfigError, ModelError, SimcoreError, UnknownModelError
 from .model import Dim, Model, Parameter, TimeAxis, Variable
 from .registry import get_model, known_models, model_class, register
-
-__version__ = "0.1.0"
+from .version import __version__
 
 # imported last: chain and twin pull in the engine
 from .chain import advance  # noqa: E402

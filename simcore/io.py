@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .version import __version__
+
 
 @contextmanager
 def atomic_path(path):
@@ -60,7 +62,6 @@ def git_commit():
 
 def provenance(config_yaml: str, argv=None, title="") -> dict:
     """Global attributes: CF conventions, versions, command line, resolved config."""
-    from . import __version__
     import adjoint
     now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     cmd = command_line(argv)

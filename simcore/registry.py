@@ -33,7 +33,7 @@ def discover():
     global _discovered
     if _discovered:
         return
-    from . import models
+    models = importlib.import_module(f"{__package__}.models")   # as each of its modules
     for info in pkgutil.iter_modules(models.__path__):
         importlib.import_module(f"{models.__name__}.{info.name}")
     _discovered = True

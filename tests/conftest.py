@@ -1,7 +1,10 @@
 """Test-session setup for the engine tests.
 
-* The repository root and this folder go on ``sys.path`` (so ``import adjoint``,
-  ``import simcore`` and ``import corpus`` work without an install).
+* The repository root, this folder and every folder of tests go on ``sys.path``: so
+  ``import adjoint`` and ``import simcore`` work without an install, the helpers here
+  (``kernel_testing``, ``float_testing``, ``values_helpers``) import by name, and so do
+  test modules whose kernels or tables others reuse (``test_records``, ``test_framework``,
+  ``test_property``), whichever folder the test that imports them is in (README.md).
 * ``SIMCORE_CACHE_DIR`` points at a fresh temporary folder for the whole session, so
   tests never read or write the user's compile cache and always start cold.  It is set
   when this file is imported -- before any test module imports the engine -- because the
@@ -17,7 +20,9 @@ import pytest
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
-for p in (str(TESTS), str(ROOT)):
+GROUPS = [TESTS / "engine" / layer for layer in ("frontend", "autodiff", "codegen", "runtime")] \
+    + [TESTS / "framework"]
+for p in [str(g) for g in GROUPS] + [str(TESTS), str(ROOT)]:
     if p not in sys.path:
         sys.path.insert(0, p)
 

@@ -4,26 +4,14 @@ Everything here is independent of the engine: references come from running the
 kernel's ``py_func`` (plain Python/NumPy) in float64.
 """
 import inspect
-import zlib
 
 import numpy as np
 
-
-def seed_for(name, salt=0):
-    """A stable per-test seed (``hash()`` is randomised per process)."""
-    return zlib.crc32(f"{name}/{salt}".encode())
-
-
-def rng_for(name, salt=0):
-    return np.random.default_rng(seed_for(name, salt))
+from adjoint.corpus import copy_args, rng_for, seed_for  # noqa: F401  (the tests' names)
 
 
 def arg_names(kernel):
     return list(inspect.signature(kernel.py_func).parameters)
-
-
-def copy_args(args):
-    return tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args)
 
 
 def as_float64(args):

@@ -1,4 +1,4 @@
-"""A module whose functions and arrays tests/test_values.py reaches as attributes
+"""A module whose functions and arrays tests/engine/frontend/test_values.py reaches as attributes
 (``values_helpers.decay(x)``, ``values_helpers.WEIGHTS``), as DAPPER's models reach
 ``mods.Lorenz96.dxdt``."""
 import numpy as np

@@ -3,6 +3,8 @@ from . import statements
 from .extents import largest_extents
 from .source import declared_types, fingerprint, read_source, type_of_value
 from .statements import RESULT
+# the library nodes register their np.linalg hooks into array_calls.NUMPY_LINALG
+from .. import library  # noqa: F401
 
 
 def parse(src, name, types):

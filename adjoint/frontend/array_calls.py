@@ -11,7 +11,8 @@ import math
 import numpy as np
 import sympy as sp
 
-from .array_reductions import covariance, mean, reduction, variance
+from .array_matmul import covariance
+from .array_reductions import mean, reduction, variance
 from .array_shapes import (ArrayExpr, broadcast_to, constant, flip, fmt_shape, number, remap,
                            reshape, same_size, subscript, transpose, truth, volume,
                            without_view)
@@ -24,6 +25,9 @@ from ..sdfg import LoopRegion, Sequence
 from ..sdfg import arithmetic as fp
 from ..sdfg.arithmetic import BINARY, UNARY
 
+# np.linalg.<name> -> (hook, parameter names): filled by the library nodes (adjoint/library),
+# which build on this module; frontend/__init__.py imports them.
+NUMPY_LINALG = {}
 EXTRA_UNARY = {"square": lambda x: fp.power(x, sp.Integer(2)), "negative": fp.neg,
                "reciprocal": lambda x: fp.power(x, sp.Integer(-1), array=True)}
 # Binary ufuncs as np.<name>(x1, x2) and np.<name>.outer(a, b): (function of two elements,
@@ -79,7 +83,6 @@ def call(b, node):
 
 def _linalg(b, node, name):
     """``np.linalg.<name>(...)``: the library node registered for it (adjoint/library)."""
-    from ..library import NUMPY_LINALG
     if name not in NUMPY_LINALG:
         raise b.src.error(node, f"np.linalg.{name} is not supported (supported: "
                                 f"{', '.join(f'np.linalg.{n}' for n in sorted(NUMPY_LINALG))})")

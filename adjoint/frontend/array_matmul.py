@@ -22,6 +22,7 @@ import sympy as sp
 from ..library.matmul import MatMul
 from ..sdfg import State
 from ..sdfg import arithmetic as fp
+from .array_reductions import mean, reduction
 from .array_shapes import (AXES, ONE, ArrayExpr, broadcast_to, fmt_shape, number, reshape,
                            transpose)
 from .dtypes import FLOAT32, FLOAT64, is32, promote, value_dtype
@@ -116,7 +117,6 @@ def contraction(b, node, left, right):
         return fp.mul(number(left.at(q[:nb + m] + (k,) if m else (k,))),
                       number(right.at(q[:nb] + (k,) + q[nb + m + 1:] if n else (k,))))
     shape = batch + left.shape[-1 - m:] + right.shape[-1:] * n
-    from .array_reductions import reduction
     return reduction(b, node, "sum", ArrayExpr(shape, at), (nb + m,), False)
 
 
@@ -197,7 +197,6 @@ def einsum(b, node, spec, operands):
         return value
     full = ArrayExpr(tuple(sizes[c] for c in letters), at)
     dropped = tuple(range(len(output), len(letters)))
-    from .array_reductions import reduction
     return reduction(b, node, "sum", full, dropped, False)
 
 
@@ -242,3 +241,21 @@ def _ordered(value, letters, order):
     """``value``, whose axes are ``letters``, with its axes in ``order``."""
     perm = [list(letters).index(c) for c in order]
     return value if perm == sorted(perm) else transpose(value, perm)
+
+
+def covariance(b, node, m, rowvar, ddof):
+    """``np.cov(m)``: rows are variables (columns with ``rowvar=False``), as NumPy computes
+    it: the rows centred on their means, their product with its transpose (a MatMul),
+    times ``1 / (observations - ddof)``; a 1-D ``m`` is one variable (a number)."""
+    if m.rank > 2:
+        raise b.src.error(node, "np.cov takes a 1-D or 2-D array")
+    x = reshape(m, (ONE,) + tuple(m.shape)) if m.rank == 1 else \
+        m if rowvar else transpose(m, (1, 0))
+    centre = broadcast_to(mean(b, node, x, (1,), True), x.shape)
+    centred = b.container(_copy(b, node, ArrayExpr(
+        x.shape, lambda i: fp.sub(number(x.at(i)), centre.at(i)))))
+    product = matmul(b, node, centred, transpose(centred, (1, 0)))
+    factor = fp.div(ONE, x.shape[1] - ddof)
+    if m.rank == 1:
+        return ArrayExpr((), lambda index: fp.mul(product.at((0, 0)), factor))
+    return ArrayExpr(product.shape, lambda index: fp.mul(product.at(index), factor))

@@ -12,7 +12,7 @@ import sympy as sp
 from ..sdfg import LoopRegion, MapScope, Memlet, Sequence, State, Tasklet
 from ..sdfg import arithmetic as fp
 from ..sdfg.arithmetic import BINARY
-from .array_shapes import ONE, ArrayExpr, broadcast_to, number, reshape, transpose, volume
+from .array_shapes import ONE, ArrayExpr, broadcast_to, number, volume
 from .array_stores import map_ranges, tasklet_body, temporary
 
 IDENTITY = {"sum": sp.Integer(0), "prod": sp.Integer(1), "max": -sp.oo, "min": sp.oo}
@@ -49,25 +49,6 @@ def variance(b, node, arg, axes, keepdims, ddof=0):
     total = reduction(b, node, "sum", square, axes, keepdims)
     n = volume([arg.shape[k] for k in axes]) - ddof
     return ArrayExpr(total.shape, lambda index: fp.div(total.at(index), n))
-
-
-def covariance(b, node, m, rowvar, ddof):
-    """``np.cov(m)``: rows are variables (columns with ``rowvar=False``), as NumPy computes
-    it: the rows centred on their means, their product with its transpose (a MatMul),
-    times ``1 / (observations - ddof)``; a 1-D ``m`` is one variable (a number)."""
-    from .array_matmul import _copy, matmul
-    if m.rank > 2:
-        raise b.src.error(node, "np.cov takes a 1-D or 2-D array")
-    x = reshape(m, (ONE,) + tuple(m.shape)) if m.rank == 1 else \
-        m if rowvar else transpose(m, (1, 0))
-    centre = broadcast_to(mean(b, node, x, (1,), True), x.shape)
-    centred = b.container(_copy(b, node, ArrayExpr(
-        x.shape, lambda i: fp.sub(number(x.at(i)), centre.at(i)))))
-    product = matmul(b, node, centred, transpose(centred, (1, 0)))
-    factor = fp.div(ONE, x.shape[1] - ddof)
-    if m.rank == 1:
-        return ArrayExpr((), lambda index: fp.mul(product.at((0, 0)), factor))
-    return ArrayExpr(product.shape, lambda index: fp.mul(product.at(index), factor))
 
 
 def _shape(arg, axes, keepdims):

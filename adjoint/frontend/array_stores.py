@@ -19,7 +19,7 @@ from ..sdfg import arithmetic as fp
 from ..sdfg import Container, LoopRegion, MapScope, Memlet, State, Tasklet
 from .array_shapes import (ONE, MaskValue, ViewValue, broadcast_to, fmt_shape, number, remap,
                            subscript, truth)
-from .expressions import DataValue, IntValue
+from .expressions import RESULT, DataValue, IntValue
 from .masks import unmasked
 
 FLOAT64 = np.dtype(np.float64)
@@ -233,7 +233,6 @@ def _store_carried(b, stmt, target, binding, v, array):
 
 def _bind(b, stmt, target, v, op, binding):
     """``name = v`` where the name is new or rebound in the region it was bound in."""
-    from .statements import RESULT
     name = target.id
     if name == RESULT:
         raise b.src.error(stmt, f"a kernel returns a single number, and this is an array of "

@@ -132,6 +132,27 @@ def _is_mask(binding):
     return isinstance(binding, MaskValue) or binding.container.dtype == np.bool_
 
 
+class ArrayLowering:
+    """The kernel builder's part from this module (``statements.KernelBuilder`` composes
+    it): the array expressions met inside the scalar expressions of expressions.py, which
+    reach them through ``ex.kernel``."""
+
+    def is_array_subscript(self, scope, node):
+        return is_array_subscript(scope, node)
+
+    def is_array_call(self, ex, node):
+        """An array function (``np.sum``, ``np.where``) or a ufunc that the array builder
+        evaluates even on numbers (array_calls.on_numbers)."""
+        from .array_calls import on_numbers
+        return is_array_call(ex, node) or on_numbers(ex, node.func)
+
+    def scalar_value(self, ex, node):
+        return scalar_value(ex, node)
+
+    def array_shape(self, ex, node):
+        return ArrayBuilder(ex).expr(node).shape
+
+
 def is_array_call(ex, node):
     """Whether a call in a scalar expression is an array function (reductions, where, ...)."""
     from .array_calls import METHODS, NUMPY
@@ -398,9 +419,8 @@ class ArrayBuilder:
 
     def _expr_Call(self, node):
         from .array_calls import call
-        from .calls import call_expr, callee_of
-        if callee_of(self.kernel, node) is not None:      # another kernel: inlined
-            return call_expr(self, node)
+        if self.kernel.callee_of(node) is not None:       # another kernel: inlined (calls.py)
+            return self.kernel.call_expr(self, node)
         out = call(self, node)
         return self.scalar(node) if out is None else out
 

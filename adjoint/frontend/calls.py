@@ -42,11 +42,12 @@ from ..types import ArrayType
 from .array_shapes import ArrayExpr, MaskValue, View, ViewValue, fmt_shape, number, \
     without_view
 from .array_stores import store, tasklet_body, temporary
+from .arrays import ArrayBuilder
 from .expressions import DataValue, ExpressionBuilder, IntValue
 from .locals import classify_locals, is_integer_expression
 from .outside import MATH_NAME, NUMPY_NAME, as_library_calls, bind_arrays, \
     function_value, integer_names, library_function
-from .source import function_tree, is_registered, read_source, register_source
+from .source import KernelFunction, function_tree, is_registered, read_source, register_source
 
 FLOAT64 = np.dtype(np.float64)
 
@@ -93,13 +94,12 @@ class _Inlined:
 def callee_of(kernel, node):
     """The kernel that the call ``node`` calls, or None: an ``adjoint.kernel``, or a plain
     Python function of the program (``def``, source available), inlined the same way."""
-    from ..api import Kernel
     if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
         return None
     if node.func.id in kernel.scope:
         return None
     target = kernel.src.globals.get(node.func.id)
-    if isinstance(target, Kernel):
+    if isinstance(target, KernelFunction):
         return target
     return _as_kernel(target) if _plain_function(target) else None
 
@@ -135,16 +135,14 @@ def local_function(kernel, node, name):
 
 
 def _as_kernel(func):
-    from ..api import Kernel
     if func not in _KERNELS:
-        _KERNELS[func] = Kernel(func)
+        _KERNELS[func] = KernelFunction(func)
     return _KERNELS[func]
 
 
 def is_function(value):
     """A value that is a function to the engine: a kernel or a plain function."""
-    from ..api import Kernel
-    return isinstance(value, Kernel) or _plain_function(value)
+    return isinstance(value, KernelFunction) or _plain_function(value)
 
 
 def _plain_function(target):
@@ -247,6 +245,27 @@ def call_expr(b, node) -> ArrayExpr:
     return single_result(b.ex, node).expr(b)
 
 
+class CallLowering:
+    """The kernel builder's part from this module (``statements.KernelBuilder`` composes
+    it): calls met inside the expressions that the modules below this one lower
+    (expressions.py, arrays.py), which reach them through ``ex.kernel``."""
+
+    def callee_of(self, node):
+        return callee_of(self, node)
+
+    def call_value(self, ex, node):
+        return call_value(ex, node)
+
+    def call_index(self, ex, node, what):
+        return call_index(ex, node, what)
+
+    def call_expr(self, b, node):
+        return call_expr(b, node)
+
+    def plain_function_hint(self, node):
+        return plain_function_hint(self, node)
+
+
 def single_result(ex, node):
     results = inline(ex, node)
     if results is None:
@@ -307,7 +326,6 @@ def lower_return(kernel, stmt, result_name):
     """A kernel's ``return``: each value stored in ``result_name`` (one value) or
     ``result_name0``, ``result_name1``, ... (a tuple). Sets ``kernel.returns`` and, when the
     kernel returns one number, ``kernel.result`` (the loss ``grad`` differentiates)."""
-    from .arrays import ArrayBuilder
     value = stmt.value
     if callee_of(kernel, value) is not None:          # return other(...): its values
         kernel.call_roots = {id(value)}
@@ -364,7 +382,6 @@ def store_value(kernel, stmt, node, name, keep_views):
 
     A number goes to a float64 scalar, an array to a float64 temporary of its shape; with
     ``keep_views`` an array that is memory (``A``, ``A[1:]``) is returned as that view."""
-    from .arrays import ArrayBuilder
     b = ArrayBuilder(ExpressionBuilder(kernel, kernel.scope))
     return _store(b, stmt, node, b.expr(node), name, keep_views)
 
@@ -546,7 +563,6 @@ class _Inliner:
 
     def _arguments(self, params, renamed):
         """The callee's scope: sizes, then each parameter bound to its argument."""
-        from .arrays import ArrayBuilder
         b = ArrayBuilder(ExpressionBuilder(self.kernel, self.kernel.scope))
         scope = {f"<caller {k}>": v for k, v in self.kernel.scope.items()
                  if isinstance(v, IntValue)}         # keeps the caller's views in scope

@@ -19,6 +19,7 @@ ARITHMETIC = {ast.Add: fp.add, ast.Sub: fp.sub, ast.Mult: fp.mul, ast.Div: fp.di
 COMPARE = {ast.Lt: fp.relation(sp.Lt), ast.LtE: fp.relation(sp.Le),
            ast.Gt: fp.relation(sp.Gt), ast.GtE: fp.relation(sp.Ge),
            ast.Eq: fp.relation(sp.Eq), ast.NotEq: fp.relation(sp.Ne)}
+RESULT = "__return"         # the container of what a kernel returns (or __return0, ...)
 
 
 class IntValue:
@@ -218,9 +219,8 @@ class ExpressionBuilder:
         return index_load(container.name, self._subset(container, node))
 
     def _index_Call(self, node, what):
-        from .calls import call_index, callee_of
-        if callee_of(self.kernel, node) is not None:        # md(i + 1): an integer function
-            return call_index(self, node, what)
+        if self.kernel.callee_of(node) is not None:        # md(i + 1): an integer function
+            return self.kernel.call_index(self, node, what)
         if self._function_name(node.func) in ("mod", "remainder", "floor_divide") and \
                 isinstance(node.func, ast.Attribute) and len(node.args) == 2:   # np.mod
             a, b = (self.index(x, what) for x in node.args)
@@ -282,11 +282,10 @@ class ExpressionBuilder:
         raise self.src.error(node, f"name {node.id!r} is not defined before this use")
 
     def _value_Subscript(self, node, elementwise):
-        from .arrays import is_array_subscript, scalar_value
         if isinstance(node.value, ast.Attribute) and node.value.attr == "shape":
             return self.index(node)
-        if is_array_subscript(self.scope, node):       # slices, views, masks: arrays.py
-            return scalar_value(self, node)
+        if self.kernel.is_array_subscript(self.scope, node):   # slices, views, masks: arrays.py
+            return self.kernel.scalar_value(self, node)
         container, subset = self.memlet_for(node)
         return self._read(container.name, subset)
 
@@ -302,8 +301,7 @@ class ExpressionBuilder:
 
     def _value_BinOp(self, node, elementwise):
         if isinstance(node.op, ast.MatMult):            # vector @ vector: a number
-            from .arrays import scalar_value
-            return scalar_value(self, node)
+            return self.kernel.scalar_value(self, node)
         a, b = self._value(node.left, elementwise), self._value(node.right, elementwise)
         op = type(node.op)
         if op in ARITHMETIC:
@@ -331,13 +329,10 @@ class ExpressionBuilder:
                                    "A.shape[k], math.pi/np.pi and math.e are")
 
     def _value_Call(self, node, elementwise):
-        from .array_calls import on_numbers
-        from .arrays import is_array_call, scalar_value
-        from .calls import call_value, callee_of, plain_function_hint
-        if is_array_call(self, node) or on_numbers(self, node.func):   # np.where, np.sum, ...
-            return scalar_value(self, node)
-        if callee_of(self.kernel, node) is not None:   # another kernel: inlined (calls.py)
-            return call_value(self, node)
+        if self.kernel.is_array_call(self, node):       # np.where, np.sum, ...: arrays.py
+            return self.kernel.scalar_value(self, node)
+        if self.kernel.callee_of(node) is not None:   # another kernel: inlined (calls.py)
+            return self.kernel.call_value(self, node)
         if node.keywords:
             raise self.src.error(node, f"keyword arguments in `{ast.unparse(node)}` are "
                                        "not supported")
@@ -356,7 +351,7 @@ class ExpressionBuilder:
         raise self.src.error(node, f"call `{ast.unparse(node)}` is not supported: kernels can "
                                    "call abs/min/max, the math/NumPy scalar functions "
                                    f"({', '.join(sorted(UNARY))}, ...) and other kernels"
-                                   + plain_function_hint(self.kernel, node))
+                                   + self.kernel.plain_function_hint(node))
 
     # ---- helpers ---------------------------------------------------------------------
     def _global_number(self, node):
@@ -377,8 +372,7 @@ class ExpressionBuilder:
         binding = self.scope.get(node.id) if isinstance(node, ast.Name) else None
         if isinstance(binding, DataValue):
             return binding.container.shape
-        from .arrays import ArrayBuilder
-        return ArrayBuilder(self).expr(node).shape
+        return self.kernel.array_shape(self, node)
 
     def _read(self, data, subset):
         key = (data, tuple(subset))

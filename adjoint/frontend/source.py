@@ -1,6 +1,7 @@
 """Locate a kernel's source and resolve the types of its arguments."""
 import ast
 import copy
+import functools
 import hashlib
 import inspect
 import re
@@ -60,6 +61,18 @@ def is_registered(func):
         return func in _REGISTERED
     except TypeError:
         return False
+
+
+class KernelFunction:
+    """A Python function as the frontend lowers it: the function (``__wrapped__``, its
+    name) and its declared argument types. ``api.Kernel`` (a compiled kernel) is one; a
+    plain function that a kernel calls is wrapped in one to be inlined (calls.py), so the
+    frontend knows kernels without importing the API above it."""
+
+    def __init__(self, func):
+        refuse_unreadable(func)
+        functools.update_wrapper(self, func)
+        self._declared = declared_types(func)
 
 
 def refuse_unreadable(func):

@@ -12,28 +12,30 @@ from ..errors import KernelSyntaxError
 from ..sdfg.nodes import (condition_containers, flag_symbol, index_loads, regions, tasklets,
                           value_range, walk)
 from ..types import ArrayType
-from .arrays import ArrayBuilder, ArrayState
+from .arrays import ArrayBuilder, ArrayLowering, ArrayState
 from .arrays import assign as assign_arrays
 from .bindings import Bindings
-from .calls import (assign_results, call_statement, callee_of, local_function,
+from .calls import (CallLowering, assign_results, call_statement, callee_of, local_function,
                     lower_return, plain_function_hint, returns_integer, store_value,
                     unpack_call)
 from ..sdfg import arithmetic as fp
-from .expressions import BITS, DataValue, ExpressionBuilder, IntValue
+from .expressions import BITS, RESULT, DataValue, ExpressionBuilder, IntValue
 from . import dtypes
 from .locals import classify_locals
 from .masks import inline_selection
 from .loops import LoopLowering
 from .outside import bind_arrays, integer_names
 
-RESULT = "__return"
 AUG_OPS = {ast.Add: fp.add, ast.Sub: fp.sub, ast.Mult: fp.mul, ast.Div: fp.div,
            ast.FloorDiv: fp.py_floordiv, ast.Mod: fp.py_mod,     # of data (numbers, elements)
            **{op: (lambda f: lambda a, b: fp.bits(f, a, b))(f) for op, f in BITS.items()}}
 
 
-class KernelBuilder(LoopLowering):
-    """Builds the SDFG of one kernel for one assignment of argument types."""
+class KernelBuilder(LoopLowering, CallLowering, ArrayLowering):
+    """Builds the SDFG of one kernel for one assignment of argument types. The modules
+    below statements.py reach the ones above them through it (``ex.kernel``): each of
+    those defines its part as a mixin (``LoopLowering``, ``CallLowering``,
+    ``ArrayLowering``), composed here, so that no frontend module imports one above it."""
 
     def __init__(self, src, name, types):
         self.src, self.name = src, name

@@ -1,0 +1,175 @@
+"""Matrix products written as loops (analysis/blas.py): with BLAS they become MatMul
+nodes, forward and adjoint; nests that are not exactly a product over whole containers
+stay loops. Either way the results are those of the kernel run as Python, and the
+gradients those of finite differences."""
+import numpy as np
+import pytest
+
+from adjoint import float64, grad, jvp, kernel, options, symbol
+from adjoint.library import MatMul
+from adjoint.sdfg.nodes import LoopRegion, Tasklet, walk
+from adjoint.corpus.loops import gemm, make_gemm
+from adjoint.corpus.more import k2mm, k3mm, make_k2mm, make_k3mm
+from kernel_testing import (arg_names, assert_arrays_close, assert_close_scalar, copy_args,
+                            fd_atol, fd_directional, inner, random_direction, rng_for,
+                            run_reference)
+
+N, M, K = symbol("N"), symbol("M"), symbol("K")
+
+
+def transposed(C: float64[N, M], A: float64[K, N], B: float64[M, K], alpha: float) -> float:
+    for j in range(M):                  # another loop order, both operands transposed
+        for k in range(K):
+            for i in range(N):
+                C[i, j] = C[i, j] - 0.5 * alpha * A[k, i] * B[j, k]
+    return np.sum(C * C)
+
+
+def row_prepared(C: float64[N, M], A: float64[N, K], B: float64[K, M]) -> float:
+    for i in range(N):                  # row i of A is rescaled before row i's product
+        for k in range(K):
+            A[i, k] = 2.0 * A[i, k]
+        for k in range(K):
+            for j in range(M):
+                C[i, j] += A[i, k] * B[k, j]
+    return np.sum(C * C) + np.sum(A)
+
+
+def triangular(C: float64[N, N], A: float64[N, K], B: float64[K, N]) -> float:
+    for i in range(N):
+        for j in range(i):
+            for k in range(K):
+                C[i, j] += A[i, k] * B[k, j]
+    return np.sum(C * C)
+
+
+def reads_other_element(C: float64[N, N], A: float64[N, K], B: float64[K, N]) -> float:
+    for i in range(N):
+        for j in range(N):
+            for k in range(K):
+                C[i, j] += A[i, k] * B[k, j] * C[j, i]
+    return np.sum(C * C)
+
+
+def scales_by_first_row(C: float64[N, M], A: float64[N, K], B: float64[K, M]) -> float:
+    for i in range(N):                  # row 0 of C changes under later rows' scaling
+        for j in range(M):
+            C[i, j] *= C[0, j]
+        for k in range(K):
+            for j in range(M):
+                C[i, j] += A[i, k] * B[k, j]
+    return np.sum(C * C)
+
+
+def writes_operand(C: float64[N, M], A: float64[N, K], B: float64[K, M]) -> float:
+    for i in range(N):
+        for k in range(K):
+            for j in range(M):
+                C[i, j] += A[i, k] * B[k, j]
+            A[i, k] = 2.0 * A[i, k]
+    return np.sum(C * C) + np.sum(A)
+
+
+def partial_range(C: float64[N, M], A: float64[N, K], B: float64[K, M]) -> float:
+    for i in range(1, N):
+        for j in range(M):
+            for k in range(K):
+                C[i, j] += A[i, k] * B[k, j]
+    return np.sum(C * C)
+
+
+def weighted(C: float64[N, M], A: float64[N, K], B: float64[K, M], w: float64[K]) -> float:
+    for i in range(N):                  # a factor that moves with k: not a matrix product
+        for j in range(M):
+            for k in range(K):
+                C[i, j] += w[k] * A[i, k] * B[k, j]
+    return np.sum(C * C)
+
+
+def _args(k, rng, n=5):
+    shapes = {"C": (n, n + 1), "A": (n, n + 2), "B": (n + 2, n + 1), "w": (n + 2,)}
+    if k.__name__ == "transposed":
+        shapes.update(A=(n + 2, n), B=(n + 1, n + 2))
+    if k.__name__ in ("triangular", "reads_other_element"):
+        shapes.update(C=(n, n), B=(n + 2, n))
+    return tuple(rng.standard_normal(shapes[name]) if name in shapes else 1.3
+                 for name in arg_names(k))
+
+
+LOOPS = [triangular, reads_other_element, scales_by_first_row, writes_operand, partial_range,
+         weighted]
+PRODUCTS = {gemm: 1, k2mm: 2, k3mm: 3, transposed: 1, row_prepared: 1}
+CASES = {gemm: make_gemm, k2mm: make_k2mm, k3mm: make_k3mm}
+
+
+def _kernel_and_args(func):
+    """A fresh kernel (none compiled under other options) and its arguments."""
+    k = kernel(getattr(func, "__wrapped__", func))
+    rng = rng_for(k.__name__)
+    return k, (CASES[func](rng) if func in CASES else _args(k, rng))
+
+
+def _sdfg(k, args):
+    k(*copy_args(args))
+    return next(iter(k._specs.values())).sdfg
+
+
+def _deep_tasklets(sdfg):
+    """Tasklets inside three or more loops."""
+    return [n for n, context in walk(sdfg.body) if isinstance(n, Tasklet)
+            and sum(isinstance(c, LoopRegion) for c in context) >= 3]
+
+
+@pytest.fixture
+def blas_linked(monkeypatch):
+    pytest.importorskip("scipy_openblas64")
+    monkeypatch.setattr(options, "blas", True)
+
+
+@pytest.mark.parametrize("func", list(PRODUCTS), ids=lambda f: f.__name__)
+def test_products_become_matmuls(func, blas_linked):
+    k, args = _kernel_and_args(func)
+    sdfg = _sdfg(k, args)
+    assert sum(isinstance(n, MatMul) for n, _ in walk(sdfg.body)) == PRODUCTS[func]
+    assert not _deep_tasklets(sdfg)
+    assert "[matmul" in k.explain()
+
+
+@pytest.mark.parametrize("func", LOOPS, ids=lambda f: f.__name__)
+def test_other_nests_stay_loops(func, blas_linked):
+    k, args = _kernel_and_args(func)
+    sdfg = _sdfg(k, args)
+    assert not any(isinstance(n, MatMul) for n, _ in walk(sdfg.body))
+    assert _deep_tasklets(sdfg)
+
+
+def _check_values_and_gradient(k, args):
+    want, want_args = run_reference(k, args)
+    got_args = copy_args(args)
+    assert_close_scalar(float(k(*got_args)), want, 1e-11, what="return value")
+    for name, g, w in zip(arg_names(k), got_args, want_args):
+        if isinstance(g, np.ndarray):
+            assert_arrays_close(g, w, 1e-11, what=f"array {name!r}")
+    names = arg_names(k)
+    grads = grad(k, wrt=tuple(names))(*copy_args(args))
+    rng = rng_for(k.__name__, "direction")
+    directions = {n: random_direction(rng, a) for n, a in zip(names, args)}
+    index_of = {n: i for i, n in enumerate(names)}
+    phi = lambda a: run_reference(k, a)[0]      # noqa: E731
+    want = fd_directional(phi, args, index_of, directions)
+    got = sum(inner(g, directions[n]) for n, g in zip(names, grads))
+    assert_close_scalar(got, want, 1e-7, fd_atol(phi(args)), what="directional derivative")
+    tangent = jvp(k, copy_args(args), directions)[1]["return"]
+    assert_close_scalar(tangent, got, 1e-10, what="tangent")
+
+
+@pytest.mark.parametrize("blas", [True, False], ids=["blas", "loops"])
+@pytest.mark.parametrize("func", list(PRODUCTS) + LOOPS, ids=lambda f: f.__name__)
+def test_values_and_gradients(func, blas, monkeypatch):
+    if blas:
+        pytest.importorskip("scipy_openblas64")
+    monkeypatch.setattr(options, "blas", blas)
+    k, args = _kernel_and_args(func)
+    _check_values_and_gradient(k, args)
+    assert any(isinstance(n, MatMul) for n, _ in walk(_sdfg(k, args).body)) == (
+        blas and func in PRODUCTS)

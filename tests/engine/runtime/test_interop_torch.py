@@ -1,0 +1,85 @@
+"""Compiled kernels inside PyTorch (adjoint.interop.torch.to_torch): forward results
+against the kernel run as plain Python, torch.autograd.gradcheck in float64 (reverse and
+forward mode: central differences), gradients against the engine's own, the same
+functional convention as to_jax. Skipped where PyTorch is not installed."""
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from adjoint import ArgumentError, grad, symbol  # noqa: E402
+from adjoint.interop.torch import to_torch  # noqa: E402
+from adjoint.corpus.loops import (jacobi1d, make_jacobi1d, make_roughness, make_wave1d, relax,  # noqa: E402
+                    roughness, step_and_energy, wave1d)
+from kernel_testing import copy_args, rng_for, run_reference  # noqa: E402
+
+N = symbol("N")
+
+
+def tensors(args, requires_grad=False):
+    return tuple(torch.tensor(a, dtype=torch.float64, requires_grad=requires_grad)
+                 if isinstance(a, (np.ndarray, float)) else a for a in args)
+
+
+def test_forward_without_copies_and_the_written_arrays():
+    args = make_jacobi1d(rng_for("torch-jacobi1d"))
+    A, B, T = tensors(args)
+    saved_A = A.clone()
+    loss, A1, B1 = to_torch(jacobi1d)(A, B, T)
+    want_loss, (want_A, want_B, _) = run_reference(jacobi1d, args)
+    np.testing.assert_array_equal(A1.numpy(), want_A)
+    np.testing.assert_array_equal(B1.numpy(), want_B)
+    assert float(loss) == jacobi1d(*copy_args(args))
+    assert torch.equal(A, saved_A)                       # the caller's tensor is not written
+    out = to_torch(relax)(torch.linspace(0.0, 1.0, 9, dtype=torch.float64) ** 2, 0.8, 3)
+    assert isinstance(out, tuple) and len(out) == 1
+
+
+CASES = {
+    "jacobi1d": (jacobi1d, make_jacobi1d),        # stencil, writes A and B, int T
+    "wave1d": (wave1d, make_wave1d),             # three written arrays, float c2
+    "roughness": (roughness, make_roughness),    # a scalar loss, writes nothing
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_gradcheck(name):
+    k, make = CASES[name]
+    args = tensors(make(rng_for("torch-grads-" + name)), requires_grad=True)
+    assert torch.autograd.gradcheck(to_torch(k), args, check_forward_ad=True)
+
+
+def test_gradcheck_of_tuples_returned_and_written():
+    u = torch.sin(torch.linspace(0.0, 2.0, 10, dtype=torch.float64)).requires_grad_()
+    c = torch.tensor(0.2, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(to_torch(step_and_energy), (u, c), check_forward_ad=True)
+    f = to_torch(relax)
+    assert torch.autograd.gradcheck(lambda u, w: f(u, w, 3), (u, c), check_forward_ad=True)
+
+
+def test_gradients_are_the_engines():
+    args = make_wave1d(rng_for("torch-wave-engine"))
+    up, u, un, c2, T = tensors(args, requires_grad=True)
+    to_torch(wave1d)(up, u, un, c2, T)[0].backward()
+    want = grad(wave1d, wrt=("up", "u", "un", "c2"))(*copy_args(args))
+    for t, w in zip((up, u, un, c2), want):
+        np.testing.assert_allclose(t.grad.numpy(), w, rtol=1e-13, atol=1e-15)
+
+
+def test_python_floats_and_ints_are_constants():
+    x, w, lam = make_roughness(rng_for("torch-constants"))
+    xt = torch.tensor(x, requires_grad=True)
+    to_torch(roughness)(xt, torch.tensor(w), lam).backward()
+    np.testing.assert_allclose(xt.grad.numpy(), grad(roughness, wrt="x")(x, w, lam), rtol=1e-14)
+    T = torch.tensor(3)                                  # a 0-d integer tensor: an int
+    A, B, _ = make_jacobi1d(rng_for("torch-int-tensor"))
+    got = to_torch(jacobi1d)(torch.tensor(A), torch.tensor(B), T)[0]
+    assert float(got) == jacobi1d(A.copy(), B.copy(), 3)
+
+
+def test_errors_name_the_argument():
+    f = to_torch(jacobi1d)
+    with pytest.raises(ArgumentError, match="'A' has dtype float32"):
+        f(torch.ones(8), torch.ones(8, dtype=torch.float64), 2)
+    with pytest.raises(ArgumentError, match="argument 'B'.*got ndarray"):
+        f(torch.ones(8, dtype=torch.float64), np.ones(8), 2)
