@@ -69,12 +69,40 @@ def call(b, node):
             handler, names, keywords = METHODS[func.attr]
             return handler(b, node, bind(b, node, [func.value] + node.args, names, keywords))
         return None
+    if scipy_call(b, node) is not None:
+        raise b.src.error(node, f"`{ast.unparse(node)}` returns a tuple; take the element "
+                                "the kernel uses where it is called (`dgtsv(...)[3]`)")
     name = b.ex._builtin_name(func)
     if name == "abs" and len(node.args) == 1 and not node.keywords:
         return b.combine(node, UNARY["abs"], node.args)
     if name in SCALAR_BUILTINS:
         return _scalar_only(b, node, f"{name}()", SCALAR_BUILTINS[name])
     return None
+
+
+def scipy_call(b, node):
+    """The registered SciPy function (library.SCIPY) ``node`` calls, or None: its name in
+    the body is one of the program's (``lapack.dgtsv``, read from outside) bound to it."""
+    from ..library import scipy_function
+    func = node.func
+    if isinstance(func, ast.Name) and func.id not in b.ex.scope:
+        return scipy_function(b.src.globals.get(func.id))
+    return None
+
+
+def element_of_call(b, node):
+    """``f(...)[k]`` for a registered SciPy function returning a tuple, or None."""
+    from ..library import SCIPY
+    name = scipy_call(b, node.value) if isinstance(node.value, ast.Call) else None
+    if name is None:
+        return None
+    k = _constant_int(b, node.slice)
+    handler, names = SCIPY[name]
+    call_node = node.value
+    # overwrite_*=True lets SciPy reuse an input's memory: not doing so is allowed too
+    kept = [kw for kw in call_node.keywords if not (kw.arg or "").startswith("overwrite_")]
+    call_node = ast.copy_location(ast.Call(call_node.func, call_node.args, kept), call_node)
+    return handler(b, call_node, bind(b, call_node, call_node.args, names), k)
 
 
 def _linalg(b, node, name):

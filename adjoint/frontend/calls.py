@@ -44,6 +44,7 @@ from .array_shapes import ArrayExpr, MaskValue, View, ViewValue, fmt_shape, numb
 from .array_stores import store, tasklet_body, temporary
 from .expressions import DataValue, ExpressionBuilder, IntValue
 from .locals import classify_locals, is_integer_expression
+from .statics import NotStatic, StaticValue, static_value
 from .outside import MATH_NAME, NUMPY_NAME, as_library_calls, bind_arrays, \
     function_value, integer_names, library_function
 from .source import function_tree, is_registered, read_source, register_source
@@ -504,9 +505,10 @@ class _Inliner:
                     function_value(value):
                 out[pname] = value          # *args, **kwargs; a function as a default
             elif not isinstance(value, ast.AST):
-                if not isinstance(value, (int, float)):       # True/False: 1 and 0
+                if value is not None and not isinstance(value, (int, float)):  # True: 1
                     raise self.caller.error(node, f"`{_short(node)}`: the default value "
-                                                  f"{value!r} of {pname!r} is not a number")
+                                                  f"{value!r} of {pname!r} is not a number "
+                                                  "or None")
                 value = ast.copy_location(ast.Constant(value), node)
             out[pname] = value
         return out
@@ -568,6 +570,10 @@ class _Inliner:
 
     def _argument(self, b, pname, local, declared, arg, sizes):
         what = f"argument {pname!r} of {self.name}()"
+        try:                                # None, a slice, a tuple: known when compiling
+            return StaticValue(static_value(b.ex, arg), self.kernel.loops)
+        except NotStatic:
+            pass
         if declared is int:
             return IntValue(b.ex.index(arg, what))
         v = b.expr(arg)

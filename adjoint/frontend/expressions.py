@@ -76,6 +76,10 @@ class ExpressionBuilder:
     def condition(self, node):
         """A boolean over integers and, where it reads them, data values (as connectors)."""
         if isinstance(node, ast.Compare):
+            from .statics import comparison
+            decided = comparison(self, node)       # `x is None`, `A.shape == B.shape`
+            if decided is not None:
+                return decided
             left, parts = self.value(node.left), []
             for op, right in zip(node.ops, node.comparators):
                 if type(op) not in COMPARE:
@@ -187,7 +191,7 @@ class ExpressionBuilder:
                                            f"{len(shape)} dimensions")
             return shape[int(k)]
         container = self._array(node.value)
-        if container.dtype.kind not in "iu":
+        if not hasattr(container, "dtype") or container.dtype.kind not in "iu":   # a view
             raise self.src.error(node, f"{what} cannot use floating-point data "
                                        f"(`{ast.unparse(node)}`); index with an integer array")
         return index_load(container.name, self._subset(container, node))
