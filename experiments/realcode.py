@@ -505,8 +505,9 @@ def markdown(info, collections, records):
               "afterwards and the return value), max |got - want| / max |want| within "
               f"{info.get('fwd_rtol')}; gradient: vjp against central differences of the "
               f"original along {info.get('directions')} random directions, relative tolerance "
-              f"{info.get('grad_rtol')}; n/a: no float inputs or outputs, or (where noted in "
-              "the json) an original in float32. Times: best wall time, one core; compile: "
+              f"{info.get('grad_rtol')} (inputs a case holds fixed there, 0/1 masks where the "
+              "original jumps, are `gradient_held` in the json); n/a: no float inputs or "
+              "outputs, or (where noted in the json) an original in float32. Times: best wall time, one core; compile: "
               "first call minus steady call (forward / gradient, s). WRONG: differs without "
               "an error.", "",
               "| function | collection | forward | max rel. err | gradient | grad rel. err "

@@ -268,7 +268,7 @@ class KernelBuilder(LoopLowering):
                                        "known then (an integer, None, a slice, a tuple)") \
                 from None
         try:
-            binding.value[statics._python(ex, target, key)] = new
+            binding.value[statics.python_key(ex, target, key)] = new
         except (IndexError, TypeError) as exc:
             raise self.src.error(stmt, f"`{_first_line(stmt)}`: {exc}") from None
         return []

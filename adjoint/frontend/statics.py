@@ -16,6 +16,7 @@ import copy
 import sympy as sp
 
 from ..errors import KernelSyntaxError
+from ..sdfg.nodes import index_loads
 from .expressions import IntValue
 
 
@@ -51,16 +52,21 @@ def evaluate(ex, node):
 
 
 def _integer(ex, node):
-    """An integer expression (sizes, int arguments, loop variables), else NotStatic."""
+    """An integer expression of sizes, int arguments and loop variables, else NotStatic.
+    Calls to the program's functions are not tried (lowering one inlines it), and an
+    integer read from an array is data, not known when compiling."""
+    from .calls import callee_of
     if not isinstance(node, (ast.Name, ast.Constant, ast.BinOp, ast.UnaryOp, ast.Subscript,
-                             ast.Call)):
+                             ast.Call)) or \
+            any(isinstance(n, ast.Call) and callee_of(ex.kernel, n) is not None
+                for n in ast.walk(node)):
         raise NotStatic
     try:
         before = (dict(ex.reads), len(ex.prelude))
         value = ex.index(node)
     except KernelSyntaxError:
         raise NotStatic from None
-    if (dict(ex.reads), len(ex.prelude)) != before:      # it read data: not static
+    if (dict(ex.reads), len(ex.prelude)) != before or index_loads(value):
         raise NotStatic
     return value
 
@@ -113,13 +119,13 @@ def _subscript(ex, node):
         slice(*(None if p is None else evaluate(ex, p)
                 for p in (node.slice.lower, node.slice.upper, node.slice.step)))
     try:
-        return seq[_python(ex, node, key)]
+        return seq[python_key(ex, node, key)]
     except IndexError:
         raise ex.src.error(node, f"`{ast.unparse(node)}`: index out of range (the sequence "
                                  f"has {len(seq)} elements)") from None
 
 
-def _python(ex, node, key):
+def python_key(ex, node, key):
     """A subscript's key with its integers as Python ints (they must be constants)."""
     def as_int(v):
         if v is None:
@@ -262,8 +268,7 @@ def substituted(kernel, node):
             keys = n.slice.elts if isinstance(n.slice, ast.Tuple) else [n.slice]
             keys = [written(kernel, scope, scope[k.id].value, k, True) if static(k)
                     else self.visit(k) for k in keys]
-            if isinstance(n.slice, ast.Tuple):
-                keys = [e for k in keys for e in (k.elts if isinstance(k, ast.Tuple) else [k])]
+            if isinstance(n.slice, ast.Tuple):     # A[s, 0]: s one axis, as in Python
                 n.slice = ast.copy_location(ast.Tuple(keys, ast.Load()), n.slice)
             else:
                 n.slice = keys[0]
