@@ -164,6 +164,29 @@ def static_under_data(a):
     return a[s]
 
 
+def static_after_data_branch(a):
+    if a[0] > 0:
+        s = slice(1, 3)
+    return a[s]
+
+
+def windows(a, out):
+    """A slice bound in a loop from its variable: one per iteration, as Python's."""
+    for i in range(a.shape[0] - 1):
+        w = slice(i, i + 2)
+        out[i] = np.sum(a[w] * a[w])
+
+
+def test_slices_bound_in_a_loop():
+    rng = rng_for("windows")
+    args = (rng.standard_normal(6), np.zeros(5))
+    mine, theirs = copy_args(args), copy_args(args)
+    kernel(windows)(*mine)
+    windows(*theirs)
+    np.testing.assert_array_equal(mine[1], theirs[1])
+    check_vjp_and_jvp(kernel(windows), windows, args, rng)
+
+
 def identity_of_arrays(a, b):
     if a is b:
         return a
@@ -180,6 +203,7 @@ def mixed_unpacking(a):
     (whole_tuple, r"returns a tuple; take the element"),
     (mutated_tuple, r"'shape' is a tuple, which does not support item assignment"),
     (static_under_data, r"cannot change under an `if` on data"),
+    (static_after_data_branch, r"'s' is not defined before this use"),
     (identity_of_arrays, r"`is` and `is not` compare with None only"),
     (mixed_unpacking, r"unpacks values known when compiling .* with others"),
 ], ids=lambda v: getattr(v, "__name__", ""))

@@ -571,7 +571,7 @@ class _Inliner:
     def _argument(self, b, pname, local, declared, arg, sizes):
         what = f"argument {pname!r} of {self.name}()"
         try:                                # None, a slice, a tuple: known when compiling
-            return StaticValue(static_value(b.ex, arg), self.kernel.loops)
+            return StaticValue(static_value(b.ex, arg), self.kernel.static_where())
         except NotStatic:
             pass
         if declared is int:

@@ -67,6 +67,7 @@ class LoopLowering:
         finally:
             del self.scope[var]
             self.loops.pop()
+            self.drop_statics()
         return self._loop(frame, symbol, start, stop, step, body, stmt, copies_)
 
     def _body(self, stmt, copies, guard=None):
@@ -168,6 +169,7 @@ class LoopLowering:
             body = self._body(stmt, copies, lambda body: self.unless_jumped(body, frame))
         finally:
             self.loops.pop()
+            self.drop_statics()
         body = Sequence(tuple(ex.prelude) + (State((test,), f"while_{line}"), body))
         self._counter += 1
         counter = sp.Symbol(f"__w{self._counter}", integer=True)

@@ -55,7 +55,7 @@ class KernelBuilder(LoopLowering):
         self.arrays = ArrayState(src.tree)
         self.loops = []             # LoopFrame per enclosing loop, innermost last
         self.binds = Bindings()     # which array each name means (Python's rebinding)
-        self.branches = 0           # `if`s decided at run time around the statement
+        self.branches = []          # (if, branch) decided at run time around the statement
 
     # ---- arguments ------------------------------------------------------------------
     def _bind_arguments(self, types):
@@ -273,17 +273,31 @@ class KernelBuilder(LoopLowering):
             raise self.src.error(stmt, f"`{_first_line(stmt)}`: {exc}") from None
         return []
 
+    def static_where(self):
+        """Where a value known when compiling is bound: the loops and the branches of
+        `if`s decided at run time around the statement."""
+        return tuple(id(f) for f in self.loops), tuple(self.branches)
+
     def _check_static_change(self, stmt, name):
-        """A value known when compiling is bound or changed once, as Python runs the
-        statement: not under an `if` decided at run time, nor in a loop other than the
-        one that bound it."""
+        """A value known when compiling changes where it was bound only: not under an
+        `if` on data, nor in a loop, around its binding (Python's value would then depend
+        on the data or the iteration)."""
         binding = self.scope.get(name)
-        if self.branches or isinstance(binding, StaticValue) and \
-                binding.loops != tuple(self.loops):
+        if isinstance(binding, StaticValue) and binding.where != self.static_where():
             raise self.src.error(stmt, f"`{_first_line(stmt)}`: {name!r} holds a value known "
                                        "when compiling (None, a slice, a tuple or a list); it "
                                        "cannot change under an `if` on data or in a loop "
                                        "around its first assignment")
+
+    def drop_statics(self):
+        """After a loop body or an `if` on data: the values known when compiling bound
+        inside are not known after it (Python's would be the data's or the last
+        iteration's choice), so their names are unbound."""
+        loops, branches = self.static_where()
+        for name, v in list(self.scope.items()):
+            if isinstance(v, StaticValue) and (v.where[0] != loops[:len(v.where[0])] or
+                                               v.where[1] != branches[:len(v.where[1])]):
+                del self.scope[name]
 
     def _bind_static(self, stmt, targets, value):
         """Bind the names ``targets`` to ``value`` when it is one known when compiling
@@ -306,7 +320,7 @@ class KernelBuilder(LoopLowering):
                                            f"or a number before this line, and here "
                                            f"{statics.kind(value)}; use another name")
             self._check_static_change(stmt, t.id)
-            self.scope[t.id] = StaticValue(value, self.loops)
+            self.scope[t.id] = StaticValue(value, self.static_where())
         return True
 
     def _stmt_Pass(self, stmt):
@@ -536,16 +550,20 @@ class KernelBuilder(LoopLowering):
         before, cond = self._test(stmt.test, line)
         copies_, copies = self.binds.own_copies(self, stmt.body + stmt.orelse, line)
         token = self.binds.token()
-        self.branches += 1
         with self.binds.region("if", token, 0):
+            self.branches.append((id(stmt), 0))
             body = self.block(stmt.body)
+            self.branches.pop()
+            self.drop_statics()
             body = Sequence(body.elements + tuple(self.binds.materialize(self, stmt.orelse,
                                                                          line)))
             branches = [(cond, body)]
         if stmt.orelse:
             with self.binds.region("if", token, 1):
+                self.branches.append((id(stmt), 1))
                 branches.append((None, self.block(stmt.orelse)))
-        self.branches -= 1
+                self.branches.pop()
+                self.drop_statics()
         self.binds.check_copies(self.src, copies, [body for _, body in branches])
         return before + copies_ + [ConditionalRegion(tuple(branches), line)]
 

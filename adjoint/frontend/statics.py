@@ -22,10 +22,11 @@ from .expressions import IntValue
 
 class StaticValue:
     """Binding of a name to a value known when compiling: None, a slice, a tuple or a
-    list (Python objects; integers in them are sympy integer expressions). ``loops``:
-    the loops around the binding (rebinding or changing it in another loop is refused)."""
-    def __init__(self, value, loops=()):
-        self.value, self.loops = value, tuple(loops)
+    list (Python objects; integers in them are sympy integer expressions). ``where``:
+    the loops and run-time branches around the binding (``KernelBuilder.static_where``);
+    it changes only there."""
+    def __init__(self, value, where=((), ())):
+        self.value, self.where = value, where
 
 
 class NotStatic(Exception):
@@ -61,12 +62,16 @@ def _integer(ex, node):
             any(isinstance(n, ast.Call) and callee_of(ex.kernel, n) is not None
                 for n in ast.walk(node)):
         raise NotStatic
+    reads, prelude = dict(ex.reads), list(ex.prelude)
     try:
-        before = (dict(ex.reads), len(ex.prelude))
         value = ex.index(node)
     except KernelSyntaxError:
-        raise NotStatic from None
-    if (dict(ex.reads), len(ex.prelude)) != before or index_loads(value):
+        value = None
+    if value is None or ex.reads != reads or len(ex.prelude) != len(prelude) or \
+            index_loads(value):
+        ex.reads.clear()                # what the attempt read is not the statement's
+        ex.reads.update(reads)
+        ex.prelude[:] = prelude
         raise NotStatic
     return value
 
