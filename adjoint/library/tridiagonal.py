@@ -8,9 +8,9 @@ Derivatives, with ``T^T`` the system of diagonals (du, d, dl): adjoint ``w = T^{
 xbar``, ``bbar += w``, ``dbar[i] -= w[i] x[i]``, ``dlbar[i] -= w[i + 1] x[i]``, ``dubar[i]
 -= w[i] x[i + 1]``; tangent ``dx = T^{-1} (db - dT x)``.
 """
+import ast
 from dataclasses import dataclass
 
-import numpy as np
 import sympy as sp
 
 from ..sdfg.nodes import LibraryNode
@@ -54,7 +54,7 @@ class Tridiagonal(LibraryNode):
                 *((c, (k, ONE)) for c, k in zip((self.dl, self.d, self.du, self.b), lengths)))
 
     def invalid(self, containers):
-        return None
+        return None             # operands() covers every container it touches
 
     def text(self):
         return (f"{self.out} = dgtsv({self.dl}, {self.d}, {self.du}, {self.b})    "
@@ -231,6 +231,5 @@ def call(b, node, args, element):
 
 
 def _short(node):
-    import ast
     text = ast.unparse(node)
     return text if len(text) <= 60 else text[:57] + "..."
