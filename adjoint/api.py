@@ -206,7 +206,21 @@ def _fixed_key(value):
     """A specialisation's key part for a value from outside: constants by type and value,
     anything else (functions, modules) by identity, held by the key."""
     return ("fixed", type(value).__name__, repr(value)) if is_constant(value) else \
-        ("fixed", value)
+        ("fixed", _Identity(value))
+
+
+class _Identity:
+    """A value held in a key by identity (lists and other unhashable objects too)."""
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def __hash__(self):
+        return id(self.value)
+
+    def __eq__(self, other):
+        return isinstance(other, _Identity) and other.value is self.value
 
 
 def _hidden_names(found):

@@ -79,6 +79,7 @@ class Case:
     inputs: Callable      # numpy Generator -> the arguments
     outputs: tuple = ()   # arguments that are outputs although the original may not change them
     no_gradient: str = ""  # why the gradient is not checked
+    held: tuple = ()       # (inputs the gradient check does not move, why)
 
 
 # ------------------------------------------------------------------------ the inputs
@@ -174,6 +175,8 @@ def stars(r, n=50):
 
 D, P, T = "dapper", "pyhpc", "pythran"
 FLOAT32 = "the original computes in float32: its central differences are noise"
+MASKS = ("0/1 land masks: the original jumps where one leaves 0 (the superbee limiter's "
+         "where(|rj| < eps, eps, rj) divides by rj = difference * mask)")
 CASES = [
     # DAPPER: toy models of data assimilation (module constants, tuple unpacking, np.roll,
     # helpers, closures, methods of a model object, rk4 over a lambda). Single states: on
@@ -213,9 +216,10 @@ CASES = [
          "isoneutral_diffusion_pre", isoneutral_inputs,
          outputs=("K_11", "K_22", "K_33", "Ai_ez", "Ai_nz", "Ai_bx", "Ai_by")),
     Case("tke.integrate_tke", P, "benchmarks.turbulent_kinetic_energy.tke_numpy",
-         "integrate_tke", tke_inputs),
+         "integrate_tke", tke_inputs, held=("maskU", "maskV", "maskW", MASKS)),
     Case("tke.adv_flux_superbee_wgrid", P, "benchmarks.turbulent_kinetic_energy.tke_numpy",
-         "adv_flux_superbee_wgrid", superbee_inputs, outputs=("adv_fe", "adv_fn", "adv_ft")),
+         "adv_flux_superbee_wgrid", superbee_inputs, outputs=("adv_fe", "adv_fn", "adv_ft"),
+         held=("maskW", MASKS)),
     Case("tke.solve_tridiag", P, "benchmarks.turbulent_kinetic_energy.tke_numpy",
          "solve_tridiag", tridiagonal),
     # numpy-benchmarks (pythran's): small kernels as people post them
@@ -306,6 +310,13 @@ class Child(npbench.Child):
         if case.no_gradient:
             self.rec["gradient_note"] = case.no_gradient
         self.measure(case.outputs)
+
+    def direction(self):
+        """npbench's, with the case's held inputs left where they are."""
+        held = self.case.held[:-1]
+        if held:
+            self.rec["gradient_held"] = f"{', '.join(held)}: {self.case.held[-1]}"
+        return [None if n in held else e for n, e in zip(self.names, super().direction())]
 
     def gradient(self):
         if self.case.no_gradient:
@@ -494,8 +505,9 @@ def markdown(info, collections, records):
               "afterwards and the return value), max |got - want| / max |want| within "
               f"{info.get('fwd_rtol')}; gradient: vjp against central differences of the "
               f"original along {info.get('directions')} random directions, relative tolerance "
-              f"{info.get('grad_rtol')}; n/a: no float inputs or outputs, or (where noted in "
-              "the json) an original in float32. Times: best wall time, one core; compile: "
+              f"{info.get('grad_rtol')} (inputs a case holds fixed there, 0/1 masks where the "
+              "original jumps, are `gradient_held` in the json); n/a: no float inputs or "
+              "outputs, or (where noted in the json) an original in float32. Times: best wall time, one core; compile: "
               "first call minus steady call (forward / gradient, s). WRONG: differs without "
               "an error.", "",
               "| function | collection | forward | max rel. err | gradient | grad rel. err "

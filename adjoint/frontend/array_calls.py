@@ -6,6 +6,7 @@ Each handler takes the ArrayBuilder, the call node and its arguments bound by na
 elementwise with broadcasting.
 """
 import ast
+import sys
 import math
 
 import numpy as np
@@ -25,9 +26,12 @@ from ..sdfg import LoopRegion, Sequence
 from ..sdfg import arithmetic as fp
 from ..sdfg.arithmetic import BINARY, UNARY
 
-# np.linalg.<name> -> (hook, parameter names): filled by the library nodes (adjoint/library),
-# which build on this module; frontend/__init__.py imports them.
+# np.linalg.<name> -> (hook, parameter names), and a SciPy function returning a tuple (its
+# dotted name, known by identity) -> (hook taking the element, parameter names): filled by
+# the library nodes (adjoint/library), which build on this module; frontend/__init__.py
+# imports them.
 NUMPY_LINALG = {}
+SCIPY = {}
 EXTRA_UNARY = {"square": lambda x: fp.power(x, sp.Integer(2)), "negative": fp.neg,
                "reciprocal": lambda x: fp.power(x, sp.Integer(-1), array=True)}
 # Binary ufuncs as np.<name>(x1, x2) and np.<name>.outer(a, b): (function of two elements,
@@ -73,12 +77,49 @@ def call(b, node):
             handler, names, keywords = METHODS[func.attr]
             return handler(b, node, bind(b, node, [func.value] + node.args, names, keywords))
         return None
+    if scipy_call(b, node) is not None:
+        raise b.src.error(node, f"`{ast.unparse(node)}` returns a tuple; take the element "
+                                "the kernel uses where it is called (`dgtsv(...)[3]`)")
     name = b.ex._builtin_name(func)
     if name == "abs" and len(node.args) == 1 and not node.keywords:
         return b.combine(node, UNARY["abs"], node.args)
     if name in SCALAR_BUILTINS:
         return _scalar_only(b, node, f"{name}()", SCALAR_BUILTINS[name])
     return None
+
+
+def scipy_function(value):
+    """The name in ``SCIPY`` of the function ``value`` is (by identity), or None; SciPy
+    is never imported here: a program holding one of its functions has."""
+    for name in SCIPY:
+        module, attr = name.rsplit(".", 1)
+        loaded = sys.modules.get(module)
+        if loaded is not None and getattr(loaded, attr, None) is value:
+            return name
+    return None
+
+
+def scipy_call(b, node):
+    """The registered SciPy function (``SCIPY``) ``node`` calls, or None: its name in the
+    body is one of the program's (``lapack.dgtsv``, read from outside) bound to it."""
+    func = node.func
+    if isinstance(func, ast.Name) and func.id not in b.ex.scope:
+        return scipy_function(b.src.globals.get(func.id))
+    return None
+
+
+def element_of_call(b, node):
+    """``f(...)[k]`` for a registered SciPy function returning a tuple, or None."""
+    name = scipy_call(b, node.value) if isinstance(node.value, ast.Call) else None
+    if name is None:
+        return None
+    k = _constant_int(b, node.slice)
+    handler, names = SCIPY[name]
+    call_node = node.value
+    # overwrite_*=True lets SciPy reuse an input's memory: not doing so is allowed too
+    kept = [kw for kw in call_node.keywords if not (kw.arg or "").startswith("overwrite_")]
+    call_node = ast.copy_location(ast.Call(call_node.func, call_node.args, kept), call_node)
+    return handler(b, call_node, bind(b, call_node, call_node.args, names), k)
 
 
 def _linalg(b, node, name):

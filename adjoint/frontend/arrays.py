@@ -267,6 +267,10 @@ class ArrayBuilder:
     def _expr_Subscript(self, node):
         if isinstance(node.value, ast.Attribute) and node.value.attr == "shape":
             return constant(self.ex.index(node))
+        from .array_calls import element_of_call
+        element = element_of_call(self, node)       # lapack.dgtsv(...)[3]
+        if element is not None:
+            return element
         base = self.expr(node.value)
         items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         if len(items) == 1 and self._is_mask(items[0]):

@@ -45,6 +45,7 @@ from .array_stores import store, tasklet_body, temporary
 from .arrays import ArrayBuilder
 from .expressions import DataValue, ExpressionBuilder, IntValue
 from .locals import classify_locals, is_integer_expression
+from .statics import NotStatic, StaticValue, static_value
 from .outside import MATH_NAME, NUMPY_NAME, as_library_calls, bind_arrays, \
     function_value, integer_names, library_function
 from .source import KernelFunction, function_tree, is_registered, read_source, register_source
@@ -521,9 +522,10 @@ class _Inliner:
                     function_value(value):
                 out[pname] = value          # *args, **kwargs; a function as a default
             elif not isinstance(value, ast.AST):
-                if not isinstance(value, (int, float)):       # True/False: 1 and 0
+                if value is not None and not isinstance(value, (int, float)):  # True: 1
                     raise self.caller.error(node, f"`{_short(node)}`: the default value "
-                                                  f"{value!r} of {pname!r} is not a number")
+                                                  f"{value!r} of {pname!r} is not a number "
+                                                  "or None")
                 value = ast.copy_location(ast.Constant(value), node)
             out[pname] = value
         return out
@@ -584,6 +586,10 @@ class _Inliner:
 
     def _argument(self, b, pname, local, declared, arg, sizes):
         what = f"argument {pname!r} of {self.name}()"
+        try:                                # None, a slice, a tuple: known when compiling
+            return StaticValue(static_value(b.ex, arg), self.kernel.static_where())
+        except NotStatic:
+            pass
         if declared is int:
             return IntValue(b.ex.index(arg, what))
         v = b.expr(arg)

@@ -2,7 +2,6 @@
 import ast
 import builtins
 import math
-import operator
 
 import numpy as np
 import sympy as sp
@@ -92,10 +91,10 @@ class ExpressionBuilder:
 
     def condition(self, node):
         """A boolean over integers and, where it reads them, data values (as connectors)."""
-        known = literal_comparison(node)
-        if known is not None:
-            return sp.true if known else sp.false
         if isinstance(node, ast.Compare):
+            decided = self.kernel.static_comparison(self, node)    # `x is None`, `grid == "u"`
+            if decided is not None:
+                return decided
             left, parts = self.value(node.left), []
             for op, right in zip(node.ops, node.comparators):
                 if type(op) not in COMPARE:
@@ -213,7 +212,7 @@ class ExpressionBuilder:
                                            f"{len(shape)} dimensions")
             return shape[int(k)]
         container = self._array(node.value)
-        if container.dtype.kind not in "iu":
+        if not hasattr(container, "dtype") or container.dtype.kind not in "iu":   # a view
             raise self.src.error(node, f"{what} cannot use floating-point data "
                                        f"(`{ast.unparse(node)}`); index with an integer array")
         return index_load(container.name, self._subset(container, node))
@@ -440,38 +439,6 @@ class ExpressionBuilder:
             if mod is math or mod is np:
                 return mod
         return None
-
-
-PYTHON_COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt,
-                  ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
-                  ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b,
-                  ast.Is: operator.is_, ast.IsNot: operator.is_not}
-
-
-def literal_comparison(node):
-    """A comparison of constants that are not numbers (strings, None, tuples: defaults and
-    constant arguments, ``grid == "u"``, ``b_edge is not None``) decided as Python decides
-    it, else None (numbers take the integer path)."""
-    if not isinstance(node, ast.Compare):
-        return None
-    values = [_literal(n) for n in [node.left, *node.comparators]]
-    if not any(isinstance(v, (str, tuple, type(None))) for v in values):
-        return None
-    for op, a, b in zip(node.ops, values, values[1:]):
-        if (a is _DATA or b is _DATA) and not (type(op) in (ast.Is, ast.IsNot) and None in (a, b)):
-            return None             # only `x is None` is known of a kernel's value x: False
-    return all(PYTHON_COMPARE[type(op)](a, b)
-               for op, a, b in zip(node.ops, values, values[1:]))
-
-
-_DATA = object()        # a kernel's number or array: never None
-
-
-def _literal(node):
-    try:
-        return ast.literal_eval(node)
-    except (ValueError, TypeError, SyntaxError):
-        return _DATA
 
 
 def real(src, node, value):

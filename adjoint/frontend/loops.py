@@ -70,6 +70,7 @@ class LoopLowering:
         finally:
             del self.scope[var]
             self.loops.pop()
+            self.drop_statics()
         for name, binding in list(self.scope.items()):      # aliases of the loop variable
             if type(binding) is IntValue and symbol in sp.sympify(binding.expr).free_symbols:
                 self.scope[name] = AfterLoop(name, var, lambda m: self.src.error(stmt, m))
@@ -174,6 +175,7 @@ class LoopLowering:
             body = self._body(stmt, copies, lambda body: self.unless_jumped(body, frame))
         finally:
             self.loops.pop()
+            self.drop_statics()
         body = Sequence(tuple(ex.prelude) + (State((test,), f"while_{line}"), body))
         self._counter += 1
         counter = sp.Symbol(f"__w{self._counter}", integer=True)

@@ -330,8 +330,10 @@ def outside_reads(func, parse, also=()):
         if tree is None:
             return
         tree, names, me = prepared(target, tree)
-        tree = copy.copy(tree)
-        tree.decorator_list = []            # `@adjoint.kernel` is not read by the body
+        tree = copy.deepcopy(tree)          # decorators and annotations: read at `def`
+        tree.decorator_list, tree.returns = [], None
+        for a in tree.args.args + tree.args.kwonlyargs:
+            a.annotation = None
         for default in target.__defaults__ or ():
             if callable(default):
                 visit(default)

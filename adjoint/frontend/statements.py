@@ -25,6 +25,8 @@ from .locals import classify_locals
 from .masks import inline_selection
 from .loops import LoopLowering
 from .outside import bind_arrays, integer_names
+from . import statics
+from .statics import NotStatic, StaticValue
 
 AUG_OPS = {ast.Add: fp.add, ast.Sub: fp.sub, ast.Mult: fp.mul, ast.Div: fp.div,
            ast.FloorDiv: fp.py_floordiv, ast.Mod: fp.py_mod,     # of data (numbers, elements)
@@ -58,6 +60,7 @@ class KernelBuilder(LoopLowering, CallLowering, ArrayLowering):
         self.arrays = ArrayState(src.tree)
         self.loops = []             # LoopFrame per enclosing loop, innermost last
         self.binds = Bindings()     # which array each name means (Python's rebinding)
+        self.branches = []          # (if, branch) decided at run time around the statement
 
     # ---- arguments ------------------------------------------------------------------
     def _bind_arguments(self, types):
@@ -225,10 +228,114 @@ class KernelBuilder(LoopLowering, CallLowering, ArrayLowering):
                                        f"({type(stmt).__name__}) is not supported in kernels; "
                                        "see docs/kernel-language.md")
         self.call_roots = set()
+        changed = self._static_update(stmt)
+        if changed is not None:
+            return changed
+        stmt = self._substituted(stmt)
         try:
             return method(stmt)
         except ZeroDivisionError:       # constant arithmetic: 1 // 0, 0.0 / 0.0
             raise self.src.error(stmt, f"`{_first_line(stmt)}` divides by zero") from None
+
+    def _substituted(self, stmt):
+        """``stmt`` with the names bound to values known when compiling (statics.py)
+        written out; a compound statement's header only (its body is lowered in turn)."""
+        if isinstance(stmt, (ast.If, ast.While)):
+            return replace_field(stmt, "test", statics.substituted(self, stmt.test))
+        if isinstance(stmt, ast.For):
+            return replace_field(stmt, "iter", statics.substituted(self, stmt.iter))
+        if isinstance(stmt, (ast.FunctionDef, ast.Try, ast.With)):
+            return stmt
+        return statics.substituted(self, stmt)
+
+    def _static_update(self, stmt):
+        """``shape[2] += 2`` on a list known when compiling: the list changed, as
+        Python changes it (every name for it sees the change), or None."""
+        if isinstance(stmt, ast.AugAssign):
+            target, value = stmt.target, ast.BinOp(_as_load(stmt.target), stmt.op, stmt.value)
+        elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+            target, value = stmt.targets[0], stmt.value
+        else:
+            return None
+        if not (isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name)):
+            return None
+        binding = self.scope.get(target.value.id)
+        if not isinstance(binding, StaticValue):
+            return None
+        if not isinstance(binding.value, list):
+            raise self.src.error(stmt, f"`{_first_line(stmt)}`: {target.value.id!r} is a "
+                                       f"{type(binding.value).__name__}, which does not "
+                                       "support item assignment")
+        self._check_static_change(stmt, target.value.id)
+        ex = ExpressionBuilder(self, self.scope)
+        try:
+            key = statics.evaluate(ex, target.slice)
+            new = statics.evaluate(ex, statics.substituted(self, ast.copy_location(value,
+                                                                                   stmt)))
+        except NotStatic:
+            raise self.src.error(stmt, f"`{_first_line(stmt)}`: {target.value.id!r} is a "
+                                       "list known when compiling, and this is not a value "
+                                       "known then (an integer, None, a slice, a tuple)") \
+                from None
+        try:
+            binding.value[statics.python_key(ex, target, key)] = new
+        except (IndexError, TypeError) as exc:
+            raise self.src.error(stmt, f"`{_first_line(stmt)}`: {exc}") from None
+        return []
+
+    def static_where(self):
+        """Where a value known when compiling is bound: the loops and the branches of
+        `if`s decided at run time around the statement."""
+        return tuple(id(f) for f in self.loops), tuple(self.branches)
+
+    def _check_static_change(self, stmt, name):
+        """A value known when compiling changes where it was bound only: not under an
+        `if` on data, nor in a loop, around its binding (Python's value would then depend
+        on the data or the iteration)."""
+        binding = self.scope.get(name)
+        if isinstance(binding, StaticValue) and binding.where != self.static_where():
+            raise self.src.error(stmt, f"`{_first_line(stmt)}`: {name!r} holds a value known "
+                                       "when compiling (None, a slice, a tuple or a list); it "
+                                       "cannot change under an `if` on data or in a loop "
+                                       "around its first assignment")
+
+    def static_comparison(self, ex, node):
+        """A comparison decided when compiling (statics.py), or None."""
+        return statics.comparison(ex, node)
+
+    def drop_statics(self):
+        """After a loop body or an `if` on data: the values known when compiling bound
+        inside are not known after it (Python's would be the data's or the last
+        iteration's choice), so their names are unbound."""
+        loops, branches = self.static_where()
+        for name, v in list(self.scope.items()):
+            if isinstance(v, StaticValue) and (v.where[0] != loops[:len(v.where[0])] or
+                                               v.where[1] != branches[:len(v.where[1])]):
+                del self.scope[name]
+
+    def _bind_static(self, stmt, targets, value):
+        """Bind the names ``targets`` to ``value`` when it is one known when compiling
+        (True), or drop their bindings to earlier ones (False: lowered as usual)."""
+        ex = ExpressionBuilder(self, self.scope)
+        try:
+            value = statics.static_value(ex, value)
+        except NotStatic:
+            for t in targets:
+                if isinstance(t, ast.Name) and isinstance(self.scope.get(t.id), StaticValue):
+                    self._check_static_change(stmt, t.id)
+                    del self.scope[t.id]
+            return False
+        for t in targets:
+            if not isinstance(t, ast.Name):
+                raise self.src.error(stmt, f"`{_first_line(stmt)}`: {statics.kind(value)} "
+                                           "is assigned to names only")
+            if t.id in self.scope and not isinstance(self.scope[t.id], StaticValue):
+                raise self.src.error(stmt, f"`{_first_line(stmt)}`: {t.id!r} names an array "
+                                           f"or a number before this line, and here "
+                                           f"{statics.kind(value)}; use another name")
+            self._check_static_change(stmt, t.id)
+            self.scope[t.id] = StaticValue(value, self.static_where())
+        return True
 
     def _stmt_Pass(self, stmt):
         return []
@@ -286,6 +393,8 @@ class KernelBuilder(LoopLowering, CallLowering, ArrayLowering):
 
     def _chain(self, stmt, targets):
         """``x = y = expr`` (or one target): expr evaluated once, every target assigned it."""
+        if self._bind_static(stmt, targets, stmt.value):
+            return []
         names = [t for t in targets if isinstance(t, ast.Name)]
         if not names and len(targets) > 1:      # A[i] = B[i] = expr: a hidden name holds it
             self.call_roots = {id(stmt.value)}
@@ -311,6 +420,13 @@ class KernelBuilder(LoopLowering, CallLowering, ArrayLowering):
         if callee_of(self, value) is not None:
             return unpack_call(self, stmt)               # a, b = other(...)
         values = self._unpacked_values(stmt, value, len(targets))
+        known = [self._bind_static(stmt, [t], v) for t, v in zip(targets, values)]
+        if all(known):
+            return []
+        if any(known):
+            raise self.src.error(stmt, f"`{_first_line(stmt)}` unpacks values known when "
+                                       "compiling (None, slices, tuples) with others; "
+                                       "assign them in statements of their own")
         # An array name rebound here is stored in place: a value viewing it must be a copy.
         rebound = {b.container.name for b in (self.scope.get(t.id) for t in targets
                                               if isinstance(t, ast.Name))
@@ -331,7 +447,10 @@ class KernelBuilder(LoopLowering, CallLowering, ArrayLowering):
 
     def _unpacked_values(self, stmt, value, count):
         """The value nodes of ``targets = value``: a tuple's elements or ``A.shape[k]``."""
-        if isinstance(value, ast.Attribute) and value.attr == "shape":
+        elements = statics.expanded(ExpressionBuilder(self, self.scope), value)
+        if elements is not None:        # (f(a) for a in (x, y)): f(x), f(y)
+            values = elements
+        elif isinstance(value, ast.Attribute) and value.attr == "shape":
             rank = ArrayBuilder(ExpressionBuilder(self, self.scope)).expr(value.value).rank
             values = [_item(value, k) for k in range(rank)]
         elif isinstance(value, (ast.Tuple, ast.List)) and \
@@ -446,13 +565,19 @@ class KernelBuilder(LoopLowering, CallLowering, ArrayLowering):
         copies_, copies = self.binds.own_copies(self, stmt.body + stmt.orelse, line)
         token = self.binds.token()
         with self.binds.region("if", token, 0):
+            self.branches.append((id(stmt), 0))
             body = self.block(stmt.body)
+            self.branches.pop()
+            self.drop_statics()
             body = Sequence(body.elements + tuple(self.binds.materialize(self, stmt.orelse,
                                                                          line)))
             branches = [(cond, body)]
         if stmt.orelse:
             with self.binds.region("if", token, 1):
+                self.branches.append((id(stmt), 1))
                 branches.append((None, self.block(stmt.orelse)))
+                self.branches.pop()
+                self.drop_statics()
         self.binds.check_copies(self.src, copies, [body for _, body in branches])
         return before + copies_ + [ConditionalRegion(tuple(branches), line)]
 
@@ -560,6 +685,13 @@ class _Index:
 
     def binding(self, name, loops):
         return IntValue(self.value)
+
+
+def replace_field(node, field, value):
+    """A shallow copy of ``node`` with ``field`` set to ``value``."""
+    node = copy.copy(node)
+    setattr(node, field, value)
+    return node
 
 
 def _as_load(target):

@@ -5,16 +5,20 @@ reads and writes, validation, text, reverse and tangent rules, C and CUDA emissi
 and, for a NumPy function, the frontend hook that makes the node from a call. The
 registry below is the only list of them: ``NUMPY_LINALG`` maps ``np.linalg.<name>`` to
 its hook ``(builder, call node, {parameter: AST node}) -> ArrayExpr`` and the names of
-its parameters in call order. The table is the frontend's (``frontend/array_calls.py``
-dispatches through it): library nodes build on the frontend, so they register into it
-rather than the frontend importing them.
+its parameters in call order; ``SCIPY`` maps a SciPy function (its dotted name; the
+frontend knows it by identity, ``array_calls.scipy_function``) that returns a tuple to
+its hook ``(builder, call node, {parameter: AST node}, element) -> ArrayExpr`` for
+``f(...)[element]`` and its parameter names. The tables are the frontend's
+(``frontend/array_calls.py`` dispatches through them): library nodes build on the
+frontend, so they register into it rather than the frontend importing them.
 """
-from . import cholesky, solve
+from . import cholesky, solve, tridiagonal
 from .cholesky import Cholesky
 from .matmul import MatMul
 from .solve import Solve
 from .trsm import Trsm
-from ..frontend.array_calls import NUMPY_LINALG
+from .tridiagonal import Tridiagonal
+from ..frontend.array_calls import NUMPY_LINALG, SCIPY
 
 NUMPY_LINALG.update({
     "cholesky": (cholesky.call, ("a",)),
@@ -22,4 +26,8 @@ NUMPY_LINALG.update({
     "inv": (solve.inverse, ("a",)),
 })
 
-__all__ = ["Cholesky", "MatMul", "NUMPY_LINALG", "Solve", "Trsm"]
+SCIPY.update({
+    "scipy.linalg.lapack.dgtsv": (tridiagonal.call, tridiagonal.PARAMETERS),
+})
+
+__all__ = ["Cholesky", "MatMul", "NUMPY_LINALG", "SCIPY", "Solve", "Tridiagonal", "Trsm"]
