@@ -33,7 +33,8 @@ from ..analysis.dependence import countable, trips_taped
 from ..analysis.device import distributed, has_kernels, kernel_nest, map_atomics, map_pushes
 from ..sdfg.nodes import (ConditionalRegion, LibraryNode, LoopRegion, MapScope, Pop, Push, SEGMENT,
                           Sequence, State, Tasklet, flag_symbol, loops, walk)
-from .c import ARGS, C_TYPES, FAILED, INTERRUPTED, INTERRUPTS, _Generator, _dispatcher
+from .c import ARGS, C_TYPES, FAILED, INTERRUPTED, INTERRUPTS, _dispatcher
+from .statements import StatementPrinter
 from .cuda_preamble import preamble
 from .printer import c_name, identifier, spelling
 
@@ -50,7 +51,7 @@ def generate_cuda_module(layout, entries, checks, counted=(), emulate=False, pre
     unbounded = any(_unbounded_region(s.body) for s in entries)
     module = _Module(layout, unbounded)
     body = [module.entry(k, sdfg) for k, sdfg in enumerate(entries)]
-    checker = _Generator(layout)
+    checker = StatementPrinter(layout)
     parts = [_plan_comment(module.plan)]
     parts.append(f"namespace {prefix}module {{" if prefix else preamble(emulate))
     prologue = "    sc_failed = 0;\n    sc_msg[0] = 0;\n    if (sc_init() < 0) return -3;\n"
@@ -110,15 +111,13 @@ def _writes(layout, entries, prefix):
             f"    memcpy(flags, sc_written[which], {len(names)});\n    return 0;\n}}\n")
 
 
-class _Device(_Generator):
+class _Device(StatementPrinter):
     """Statements inside a kernel: the C generator with the GPU's tape and atomics.
 
     ``tape`` is None in a single-thread kernel (the tape position ``sc_tp`` moves as in
     C), or (kind, elements per iteration) in a grid kernel, whose iteration ``sc_r`` (its
     place in the sequential order) pushes at ``sc_t0 + sc_r * n + k`` and pops from
     ``sc_t0 - sc_r * n - k - 1``."""
-    simd_sums = False
-    slotted_tape = False            # the GPU's tape positions are its own (see _push)
 
     def __init__(self, layout, unbounded):
         super().__init__(layout, unbounded, None)
@@ -307,10 +306,8 @@ def _describe(item):
     return "statement"
 
 
-class _Host(_Generator):
+class _Host(StatementPrinter):
     """Host code of one entry point: control flow around kernels, and the launches."""
-    simd_sums = False
-    slotted_tape = False
 
     def __init__(self, module, sdfg):
         super().__init__(module.layout, module.unbounded, None)
@@ -595,8 +592,9 @@ class _Host(_Generator):
 
 
 def cuda_source(layout, entries, checks, counted=(), emulate=False, prefix=""):
-    """Mark the entries' kernels (``analysis.device``) and generate the module."""
-    from ..analysis.device import device_parallelize
+    """Schedule the entries for the GPU (their kernels: ``schedule.decide``, as
+    pipeline.py does) and generate the module."""
+    from ..schedule import schedule
     from ..sdfg import validate
-    marked = [validate(device_parallelize(sdfg)) for sdfg in entries]
+    marked = [validate(schedule(sdfg, "cuda")) for sdfg in entries]
     return generate_cuda_module(layout, marked, checks, counted, emulate, prefix)
