@@ -11,7 +11,7 @@ from adjoint import float64, kernel, symbol
 from adjoint.codegen import Layout, generate_module
 from adjoint.codegen import c as c_backend, cuda, cuda_preamble, helpers
 from adjoint.codegen.statements import StatementPrinter
-from adjoint.schedule import (LoopSchedule, MapSchedule, Reduction, Slots, Threading, Threads,
+from adjoint.schedule import (LoopSchedule, MapKernel, MapSchedule, Reduction, Slots, Threading, Threads,
                               schedule)
 from adjoint.schedule.tape import as_loops
 from adjoint.sdfg import validate
@@ -126,6 +126,22 @@ def test_the_gpu_schedule_has_no_threads_simd_or_slots():
         for r in _loops(schedule(sdfg, "cuda")):
             s = r.schedule
             assert (s.threads, s.reduction, s.slots, s.threading) == (None, None, None, None)
+
+
+def test_the_gpu_schedule_records_each_kernel():
+    """A marked loop's grid (its nest: levels, atomics, tape), a marked map's atomics and
+    block sums: decided by the pass, read by the CUDA printer."""
+    host, inner = _loops(schedule(_sdfg(columns, np.ones((6, 6)), np.zeros(6)), "cuda"))
+    assert host.schedule.kernel is None and host.schedule.polls     # rows one by one
+    assert [str(r.var) for r in inner.schedule.kernel.nest.loops] == ["j"]
+
+    @kernel
+    def total(x: float64[N]) -> float:
+        return np.sum(x * x)
+    maps = [n for n, _ in walk(schedule(_sdfg(total, np.ones(5)), "cuda").body)
+            if isinstance(n, MapScope) and n.parallel]
+    assert maps and all(isinstance(m.schedule.kernel, MapKernel) for m in maps)
+    assert any(m.schedule.kernel.sums for m in maps)
 
 
 def _records():

@@ -30,7 +30,7 @@ import re
 import sympy as sp
 
 from ..analysis.dependence import countable, trips_taped
-from ..analysis.device import distributed, has_kernels, kernel_nest, map_atomics, map_pushes
+from ..analysis.device import has_kernels
 from ..sdfg.nodes import (ConditionalRegion, LibraryNode, LoopRegion, MapScope, Pop, Push, SEGMENT,
                           Sequence, State, Tasklet, flag_symbol, loops, walk)
 from .c import ARGS, C_TYPES, FAILED, INTERRUPTED, INTERRUPTS, _dispatcher
@@ -452,22 +452,21 @@ class _Host(StatementPrinter):
     def _map_kernel(self, node):
         levels = [(p, self._trip(a, b, s), (a, s, None))
                   for p, (a, b, s) in zip(node.params, node.ranges)]
-        sums = sorted({m.data for t in node.body if isinstance(t, Tasklet) for m, _ in t.outputs
-                       if m.wcr and self.shapes[m.data].is_scalar})
-        pushes = map_pushes(node)
+        plan = node.schedule.kernel          # schedule.MapKernel
+        sums, pushes = list(plan.sums), plan.pushes
         dev = self._device(self.host_vars + list(node.params))
-        dev.atomic = map_atomics(node)
+        dev.atomic = plan.atomic
         dev.tape = ("push", pushes) if pushes else None
         self._grid_kernel(node, levels, dev, lambda: [dev.node(t) for t in node.body], sums,
                           (), "push" if pushes else "", pushes, reverse=False)
 
     def _loop_kernel(self, loop):
-        pieces = distributed(self.sdfg, loop)
-        if pieces:
-            for piece in pieces:
+        plan = loop.schedule.kernel         # schedule.Kernel
+        if plan.pieces:
+            for piece in plan.pieces:
                 self._loop_kernel(piece)
             return
-        nest = kernel_nest(self.sdfg, loop)
+        nest = plan.nest
         if nest is None:            # marked by another analysis: run it in one thread
             self._single([loop])
             return

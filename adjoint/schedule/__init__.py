@@ -2,8 +2,8 @@
 differentiation and printing (``decide.schedule``) and recorded on the IR as the frozen
 dataclasses of ``decisions``; the printers (codegen/) read them."""
 from .decide import schedule
-from .decisions import (BranchSchedule, LoopSchedule, MapSchedule, Reduction, Slots,
-                        TapeShare, Threading, Threads)
+from .decisions import (BranchSchedule, Kernel, LoopSchedule, MapKernel, MapSchedule,
+                        Reduction, Slots, TapeShare, Threading, Threads)
 
-__all__ = ["schedule", "BranchSchedule", "LoopSchedule", "MapSchedule", "Reduction", "Slots",
-           "TapeShare", "Threading", "Threads"]
+__all__ = ["schedule", "BranchSchedule", "Kernel", "LoopSchedule", "MapKernel", "MapSchedule",
+           "Reduction", "Slots", "TapeShare", "Threading", "Threads"]

@@ -7,18 +7,22 @@ builds them), and records per loop: threads and how they share it out (the cost 
 ``cost``), the tape's slots and the places its threads' values go (``tape``), SIMD sums
 (``simd``) and whether it polls for Ctrl-C; per map: threads, per-thread copies and
 partial sums, SIMD sums; per branch: whether its writes are selects. On the GPU it
-marks the kernels (``analysis.device``) and records polls and selects; kernels have no
-SIMD sums, slots or OpenMP threads (their tape positions are their own).
+marks the kernels (``analysis.device``) and records each one's grid (``Kernel``,
+``MapKernel``), polls and selects; kernels have no SIMD sums, slots or OpenMP threads
+(their tape positions are their own).
 """
 from dataclasses import replace
 
 from ..analysis.dependence import countable, counted
+from ..analysis.device import (device_parallelize, distributed, kernel_nest, map_atomics,
+                               map_pushes)
 from ..analysis.parallel import parallelize, shared_across_rows, shared_sums, tape_per_iteration
-from ..sdfg.nodes import LibraryNode, LoopRegion, MapScope, Pop, Push, State, divides, walk
+from ..sdfg.nodes import (LibraryNode, LoopRegion, MapScope, Pop, Push, State, Tasklet, divides,
+                          walk)
 from ..sdfg.visit import Transformer, tasklets_only
 from .cost import loop_threads, map_threads
-from .decisions import (BranchSchedule, LoopSchedule, MapSchedule, Reduction, TapeShare,
-                        Threading)
+from .decisions import (BranchSchedule, Kernel, LoopSchedule, MapKernel, MapSchedule,
+                        Reduction, TapeShare, Threading)
 from .simd import as_access, simd_reduction
 from .tape import as_loops, records, slot_layout, uses_tape
 
@@ -26,12 +30,11 @@ from .tape import as_loops, records, slot_layout, uses_tape
 def schedule(sdfg, device="cpu"):
     """The SDFG (an entry point) with every loop, map and branch scheduled for ``device``
     ("cpu": C with OpenMP; "cuda": kernels, codegen/cuda.py)."""
-    if device == "cuda":
-        from ..analysis.device import device_parallelize
-        marked = device_parallelize(sdfg)
-    else:
-        marked = parallelize(sdfg)
-    return marked.replace(body=_Scheduler(marked, device == "cpu").region(marked.body))
+    marked = device_parallelize(sdfg) if device == "cuda" else parallelize(sdfg)
+    scheduled = marked.replace(body=_Scheduler(marked, device == "cpu").region(marked.body))
+    if device != "cuda":
+        return scheduled
+    return scheduled.replace(body=_Kernels(scheduled).region(scheduled.body))
 
 
 class _Scheduler(Transformer):
@@ -132,6 +135,39 @@ class _Scheduler(Transformer):
             return False
         bodies = [tasklets_only(body) for _, body in region.branches]
         return not any(b is None or any(divides(t) for t in b) for b in bodies)
+
+
+class _Kernels(Transformer):
+    """On the GPU, the kernel of each marked loop and map (the outermost only)."""
+
+    def __init__(self, sdfg):
+        super().__init__()
+        self.sdfg = sdfg
+
+    def loop(self, loop):
+        if not loop.parallel:
+            return super().loop(loop)
+        return replace(loop, schedule=replace(loop.schedule, kernel=_kernel(self.sdfg, loop)))
+
+    def node(self, node):
+        if not (isinstance(node, MapScope) and node.parallel):
+            return node
+        sums = tuple(sorted({m.data for t in node.body if isinstance(t, Tasklet)
+                             for m, _ in t.outputs
+                             if m.wcr and self.sdfg.containers[m.data].is_scalar}))
+        kernel = MapKernel(map_atomics(node), map_pushes(node), sums)
+        return replace(node, schedule=replace(node.schedule, kernel=kernel))
+
+
+def _kernel(sdfg, loop):
+    """A marked loop's Kernel: distributed into pieces where that gives deeper grids
+    (``analysis.device.distributed``), else its nest."""
+    pieces = distributed(sdfg, loop)
+    if not pieces:
+        return Kernel(kernel_nest(sdfg, loop))
+    return Kernel(pieces=tuple(
+        replace(p, schedule=replace(p.schedule or LoopSchedule(), kernel=_kernel(sdfg, p)))
+        for p in pieces))
 
 
 def _recording_maps_as_loops(state):

@@ -53,6 +53,23 @@ class TapeShare:
 
 
 @dataclass(frozen=True)
+class Kernel:
+    """A loop marked for the GPU: the nest its grid runs (``analysis.device.Nest``:
+    levels, atomics, tape, block sums; None: it runs in one GPU thread), or the pieces it
+    is distributed into, each a loop with a Kernel of its own."""
+    nest: object = None
+    pieces: tuple = ()
+
+
+@dataclass(frozen=True)
+class MapKernel:
+    """A map marked for the GPU: a grid over its points."""
+    atomic: frozenset       # Memlets of sums other points may add into too: atomicAdd
+    pushes: int             # tape values each point pushes
+    sums: tuple             # scalars its points add into: block sums
+
+
+@dataclass(frozen=True)
 class LoopSchedule:
     threads: Optional[Threads] = None       # None: in order, on the thread it is reached on
     threading: Optional[Threading] = None   # with threads: how
@@ -62,6 +79,7 @@ class LoopSchedule:
     slot_reduction: Optional[Reduction] = None  # a slotted loop's SIMD sums (pushes, pops
     #                                             as accesses of their elements)
     polls: bool = False                     # tests for Ctrl-C at the top of an iteration
+    kernel: Optional[Kernel] = None         # on the GPU, a marked loop's kernel
 
 
 @dataclass(frozen=True)
@@ -72,6 +90,7 @@ class MapSchedule:
     #                                         copies, added in thread order
     sums: tuple = ()                        # scalars its points add into: partial sums
     reduction: Optional[Reduction] = None   # its innermost parameter's SIMD sums
+    kernel: Optional[MapKernel] = None      # on the GPU, a marked map's kernel
 
 
 @dataclass(frozen=True)
