@@ -26,8 +26,8 @@ import sympy as sp
 
 from ..sdfg.nodes import SEGMENT, flag_symbol, library_nodes, loops
 from ..analysis.dependence import countable
-from ..analysis.parallel import PARALLEL_WORK
 from ..errors import AdjointError
+from ..schedule.cost import PARALLEL_WORK, PRIVATE_SUMS
 from ..schedule.decisions import Threading
 from .helpers import C_POW, CHECKED, CONSTANTS, PYTHON_SEMANTICS, arithmetic
 from .printer import C_TYPES, c_name, identifier
@@ -75,7 +75,6 @@ static inline void sc_share(int64_t n, int64_t *k0, int64_t *k1)
 BUFFERS = ("const int64_t *restrict sc_syms, void *const *restrict sc_data, "
            "double *restrict sc_tape, int64_t sc_tp, int64_t sc_cap")
 ARGS = BUFFERS + ", const volatile sig_atomic_t *sc_stop"      # an entry point's
-PRIVATE_SUMS = 1 << 24   # elements of the per-thread copies of a loop's sums, all threads
 # A thread's share [k0, k1) of a shared nest's outermost iterations (see _Generator._shared).
 CHUNK = (sp.Symbol("__chunk0", integer=True), sp.Symbol("__chunk1", integer=True))
 # Starts each part of a module's source that compiles on its own after the head.

@@ -1,12 +1,17 @@
 """The cost model of threads: a parallel construct runs on threads when its statement
-instances reach PARALLEL_WORK (smaller ones lose to the cost of starting threads)."""
+instances reach PARALLEL_WORK (smaller ones lose to the cost of starting threads); the
+per-thread copies of its sums hold PRIVATE_SUMS elements at most, all threads together,
+and a quarter of its work (else one thread adds into the container: zeroing and adding
+up big copies would cost more than the threads give)."""
 import sympy as sp
 
 from ..analysis.dependence import countable
-from ..analysis.parallel import PARALLEL_WORK
 from ..sdfg.nodes import LoopRegion, walk
 from ..sdfg.visit import leaves
 from .decisions import Threads
+
+PARALLEL_WORK = 32768   # statement instances below which a parallel construct runs on one thread
+PRIVATE_SUMS = 1 << 24   # elements of the per-thread copies of a loop's sums, all threads
 
 
 def work(loop):
