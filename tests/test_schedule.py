@@ -6,6 +6,7 @@ import re
 from dataclasses import replace
 
 import numpy as np
+import sympy as sp
 
 from adjoint import float64, kernel, symbol
 from adjoint.codegen import Layout, generate_module
@@ -15,7 +16,8 @@ from adjoint.schedule import (LoopSchedule, MapKernel, MapSchedule, Reduction, S
                               schedule)
 from adjoint.schedule.tape import as_loops
 from adjoint.sdfg import validate
-from adjoint.sdfg.nodes import ConditionalRegion, LoopRegion, MapScope, Push, regions, walk
+from adjoint.sdfg.nodes import (ConditionalRegion, LoopRegion, MapScope, Push, Sequence, State,
+                                regions, walk)
 from adjoint.sdfg.visit import Transformer
 
 N = symbol("N")
@@ -170,6 +172,16 @@ def test_a_recording_map_runs_as_the_loops_its_reverse_mirrors():
         [(r.var, r.start, r.stop, r.step) for r in reverse[:2]]
     nest = as_loops(node.params, node.ranges, node.body, node.line, reverse=True)
     assert all(r.reverse for r, _ in regions(nest) if isinstance(r, LoopRegion))
+
+
+def test_a_recording_map_that_is_a_whole_body_runs_as_loops_too():
+    """A branch whose body is the state itself (no sequence around it)."""
+    region = next(r for r in _records() if _pushing(r.record))
+    state = next(r for r, _ in regions(region.record.body)
+                 if isinstance(r, State) and any(n in _pushing(region.record) for n in r.nodes))
+    branch = ConditionalRegion(((sp.Gt(N, 0), state),))
+    sdfg = region.record.replace(body=Sequence((branch,)))
+    assert _pushing(sdfg) and not _pushing(schedule(sdfg))
 
 
 def test_slots_hold_a_fixed_count_per_iteration_on_the_cpu_only():

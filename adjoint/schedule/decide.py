@@ -17,8 +17,8 @@ from ..analysis.dependence import countable, counted
 from ..analysis.device import (device_parallelize, distributed, kernel_nest, map_atomics,
                                map_pushes)
 from ..analysis.parallel import parallelize, shared_across_rows, shared_sums, tape_per_iteration
-from ..sdfg.nodes import (LibraryNode, LoopRegion, MapScope, Pop, Push, State, Tasklet, divides,
-                          walk)
+from ..sdfg.nodes import (LibraryNode, LoopRegion, MapScope, Pop, Push, Sequence, State,
+                          Tasklet, divides, walk)
 from ..sdfg.visit import Transformer, tasklets_only
 from .cost import loop_threads, map_threads
 from .decisions import (BranchSchedule, Kernel, LoopSchedule, MapKernel, MapSchedule,
@@ -51,6 +51,11 @@ class _Scheduler(Transformer):
         for e in elements:
             split.extend(_recording_maps_as_loops(e) if isinstance(e, State) else [e])
         return super().elements(split)
+
+    def state(self, state):
+        if self.cpu and any(records(n) for n in state.nodes):   # a body that is one state
+            return Sequence(tuple(self.elements([state])))
+        return super().state(state)
 
     def loop(self, loop):
         loop = super().loop(loop)
