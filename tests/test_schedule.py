@@ -221,3 +221,39 @@ def test_backends_derive_from_the_public_printer_base():
         assert issubclass(cls, StatementPrinter)
     assert not issubclass(cuda._Device, c_backend.OpenMPPrinter)
     assert not issubclass(cuda._Host, c_backend.OpenMPPrinter)
+
+
+def test_the_index_helpers_match_python_without_overflow(tmp_path):
+    """sc_mod, sc_floordiv and sc_check's sc_cmod against Python's % and // at the edges of
+    int64 (divisors beyond 2^62 included), compiled with UBSan where it is there: no
+    signed overflow on the way."""
+    import shutil
+    import subprocess
+    import pytest
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    big = 2 ** 63 - 1
+    values = [0, 1, -1, 2, -2, 5, -5, 7, 2 ** 62, 2 ** 62 + 1, big - 3, big, -big, -big - 1]
+    pairs = [(a, b) for a in values for b in values if b != 0 and not (a == -big - 1 and b == -1)]
+    rows = ",\n".join(f"{{{a}LL, {b}LL}}" if a != -big - 1 else f"{{INT64_MIN, {b}LL}}"
+                      for a, b in pairs).replace(f"{-big - 1}LL", "INT64_MIN")
+    source = (helpers.CONSTANTS + "#include <stdint.h>\n#include <stdio.h>\n#include <math.h>\n"
+              + helpers.arithmetic("static inline", helpers.C_POW)
+              + "#define SC_VALUE static inline\n" + helpers.PYTHON_SEMANTICS + helpers.CHECKED
+              + f"static const int64_t cases[][2] = {{\n{rows}\n}};\nint main(void) {{\n"
+              "  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; ++k) {\n"
+              "    volatile int64_t a = cases[k][0], b = cases[k][1]; int o = 0;\n"
+              "    int64_t m = sc_cmod(a, b, &o);\n"
+              "    printf(\"%lld %lld %lld %d\\n\", (long long)sc_mod(a, b),\n"
+              "           (long long)sc_floordiv(a, b), (long long)m, o);\n  }\n  return 0;\n}\n")
+    path = tmp_path / "helpers.c"
+    path.write_text(source)
+    flags = ["-O2", "-std=c99", "-fsanitize=undefined", "-fno-sanitize-recover=all"]
+    if subprocess.run([cc, *flags, str(path), "-o", str(tmp_path / "h"), "-lm"],
+                      capture_output=True).returncode != 0:
+        flags = ["-O2", "-std=c99"]             # no UBSan here: the values still
+        subprocess.run([cc, *flags, str(path), "-o", str(tmp_path / "h"), "-lm"], check=True)
+    out = subprocess.run([str(tmp_path / "h")], capture_output=True, text=True, check=True)
+    for (a, b), line in zip(pairs, out.stdout.splitlines(), strict=True):
+        assert [int(v) for v in line.split()] == [a % b, a // b, a % b, 0], (a, b)

@@ -19,12 +19,13 @@ CONSTANTS = r"""#ifndef M_PI
 """
 
 # Index arithmetic and the float helpers of sympy's functions; @FN@ and @POW@ are the
-# backend's qualifiers (see arithmetic)
+# backend's qualifiers (see arithmetic). sc_mod tests `a - b < b`, not `a < 2 * b`: 2 * b
+# overflows for divisors beyond 2^62 (sc_check's sc_cmod takes any int64)
 ARITHMETIC = r"""@FN@ int64_t sc_floordiv(int64_t a, int64_t b)
 { int64_t q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }
 @FN@ int64_t sc_mod(int64_t a, int64_t b)   /* wrap-around indices skip the division */
 {
-    if (b > 0 && a >= -b && a < 2 * b) return a < 0 ? a + b : (a < b ? a : a - b);
+    if (b > 0 && a >= -b && (a < b || a - b < b)) return a < 0 ? a + b : (a < b ? a : a - b);
     int64_t r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
 @FN@ int64_t sc_imin(int64_t a, int64_t b) { return a < b ? a : b; }
