@@ -3,7 +3,10 @@
     [Python source] --frontend--> SDFG --validate--> --loop products as BLAS--> --fuse maps-->
                     --bounds--> proofs + runtime checks
     SDFG --autodiff--> recording forward + reverse sweep, or the tangent-linear SDFG
-    SDFG(s) --codegen--> C source --runtime--> shared library loaded through cffi
+    SDFG(s) --schedule--> loops, maps, branches with their decisions (threads, tape slots,
+                          SIMD sums; GPU kernels)
+            --codegen--> C or CUDA source (printing the decisions) --runtime--> shared
+                          library loaded through cffi
 
 Each stage's artefacts are also kept on disk (runtime/artefacts.py), keyed by the
 kernel's fingerprint and the ``Target``, so a warm start skips every stage but loading the
@@ -15,11 +18,11 @@ from dataclasses import dataclass
 from .analysis.blas import products
 from .analysis.bounds import index_checks
 from .analysis.fusion import fuse
-from .analysis.parallel import parallelize
 from .autodiff import Adjoint, differentiate, linearize
 from .codegen import COUNTS, Layout, generate_module, translation_units
 from .frontend import fingerprint, parse
 from .runtime import CompiledModule, build_module, load
+from .schedule import schedule
 from .runtime.build import Toolchain
 from .runtime.artefacts import cached, digest
 from .options import Target
@@ -81,9 +84,9 @@ def _lower_forward(src, name, types, target, key):
 def _build(layout, entries, checks, counted, name, target):
     """(C source, loaded module) for the entry SDFGs: SDFG -> C -> shared library
     (device='cuda': SDFG -> CUDA -> nvcc, runtime/cuda.py)."""
+    entries = [validate(schedule(sdfg, target.device)) for sdfg in entries]  # how each runs
     if target.device == "cuda":
         return build_cuda(layout, entries, checks, counted, name, target)
-    entries = [validate(parallelize(sdfg)) for sdfg in entries]     # mark parallel loops
     library = _library(target)
     source = generate_module(layout, entries, checks, counted, library)
     libraries = library.flags if library and library.used(source) else ()

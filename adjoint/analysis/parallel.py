@@ -32,9 +32,6 @@ from ..sdfg.nodes import (ConditionalRegion, LoopRegion, MapScope, Pop, Push, Se
 from ..sdfg.visit import Transformer
 from .dependence import Scope, counted, injective, private_scalar, same_iteration, trips_taped
 
-PARALLEL_WORK = 32768   # statement instances below which a parallel construct runs on one thread
-
-
 def parallelize(sdfg):
     """The SDFG with its outermost parallel loops and maps marked."""
     return sdfg.replace(body=_Marker(sdfg).region(sdfg.body))

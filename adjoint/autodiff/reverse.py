@@ -21,6 +21,7 @@ from ..analysis.activity import active_containers, written_containers
 from ..analysis.dependence import countable, counted, injective, private_scalar
 from ..sdfg.arithmetic import ADJOINT
 from ..library.base import Rules
+from ..schedule.tape import as_loops
 from ..sdfg.nodes import (SDFG, ConditionalRegion, Container, Guard, LibraryNode, LoopRegion,
                           MapScope, Memlet, Pop, Push, Sequence, State, Tasklet,
                           condition_containers, every_element, guarded_branches,
@@ -672,15 +673,14 @@ class _Reverser:
         return nodes
 
     def _map_as_loops(self, node):
+        """The reverse of a map that records (or of pops of a product): the loops its
+        record runs as, backwards (schedule.tape.as_loops), so both place its tape values
+        alike."""
         if not all(isinstance(t, Tasklet) for t in node.body):      # pops of a product
-            body = Sequence((State(tuple(reversed(node.body))),))
-            for p, (a, b, s) in reversed(list(zip(node.params, node.ranges))):
-                body = Sequence((LoopRegion(p, a, b, s, body, node.line, True),))
-            return body
-        body = Sequence((State(tuple(n for t in reversed(node.body) for n in self.tasklet(t))),))
-        for p, (a, b, s) in reversed(list(zip(node.params, node.ranges))):
-            body = Sequence((LoopRegion(p, a, b, s, body, node.line, True),))
-        return body
+            nodes = tuple(reversed(node.body))
+        else:
+            nodes = tuple(n for t in reversed(node.body) for n in self.tasklet(t))
+        return as_loops(node.params, node.ranges, nodes, node.line, reverse=True)
 
     def tasklet(self, t):
         """Restore, then propagate, for one forward tasklet (single output)."""

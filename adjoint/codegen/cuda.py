@@ -30,10 +30,11 @@ import re
 import sympy as sp
 
 from ..analysis.dependence import countable, trips_taped
-from ..analysis.device import distributed, has_kernels, kernel_nest, map_atomics, map_pushes
+from ..analysis.device import has_kernels
 from ..sdfg.nodes import (ConditionalRegion, LibraryNode, LoopRegion, MapScope, Pop, Push, SEGMENT,
                           Sequence, State, Tasklet, flag_symbol, loops, walk)
-from .c import ARGS, C_TYPES, FAILED, INTERRUPTED, INTERRUPTS, _Generator, _dispatcher
+from .c import ARGS, C_TYPES, FAILED, INTERRUPTED, INTERRUPTS, _dispatcher
+from .statements import StatementPrinter
 from .cuda_preamble import preamble
 from .printer import c_name, identifier, spelling
 
@@ -50,7 +51,7 @@ def generate_cuda_module(layout, entries, checks, counted=(), emulate=False, pre
     unbounded = any(_unbounded_region(s.body) for s in entries)
     module = _Module(layout, unbounded)
     body = [module.entry(k, sdfg) for k, sdfg in enumerate(entries)]
-    checker = _Generator(layout)
+    checker = StatementPrinter(layout)
     parts = [_plan_comment(module.plan)]
     parts.append(f"namespace {prefix}module {{" if prefix else preamble(emulate))
     prologue = "    sc_failed = 0;\n    sc_msg[0] = 0;\n    if (sc_init() < 0) return -3;\n"
@@ -110,15 +111,13 @@ def _writes(layout, entries, prefix):
             f"    memcpy(flags, sc_written[which], {len(names)});\n    return 0;\n}}\n")
 
 
-class _Device(_Generator):
+class _Device(StatementPrinter):
     """Statements inside a kernel: the C generator with the GPU's tape and atomics.
 
     ``tape`` is None in a single-thread kernel (the tape position ``sc_tp`` moves as in
     C), or (kind, elements per iteration) in a grid kernel, whose iteration ``sc_r`` (its
     place in the sequential order) pushes at ``sc_t0 + sc_r * n + k`` and pops from
     ``sc_t0 - sc_r * n - k - 1``."""
-    simd_sums = False
-    slotted_tape = False            # the GPU's tape positions are its own (see _push)
 
     def __init__(self, layout, unbounded):
         super().__init__(layout, unbounded, None)
@@ -307,10 +306,8 @@ def _describe(item):
     return "statement"
 
 
-class _Host(_Generator):
+class _Host(StatementPrinter):
     """Host code of one entry point: control flow around kernels, and the launches."""
-    simd_sums = False
-    slotted_tape = False
 
     def __init__(self, module, sdfg):
         super().__init__(module.layout, module.unbounded, None)
@@ -455,22 +452,21 @@ class _Host(_Generator):
     def _map_kernel(self, node):
         levels = [(p, self._trip(a, b, s), (a, s, None))
                   for p, (a, b, s) in zip(node.params, node.ranges)]
-        sums = sorted({m.data for t in node.body if isinstance(t, Tasklet) for m, _ in t.outputs
-                       if m.wcr and self.shapes[m.data].is_scalar})
-        pushes = map_pushes(node)
+        plan = node.schedule.kernel          # schedule.MapKernel
+        sums, pushes = list(plan.sums), plan.pushes
         dev = self._device(self.host_vars + list(node.params))
-        dev.atomic = map_atomics(node)
+        dev.atomic = plan.atomic
         dev.tape = ("push", pushes) if pushes else None
         self._grid_kernel(node, levels, dev, lambda: [dev.node(t) for t in node.body], sums,
                           (), "push" if pushes else "", pushes, reverse=False)
 
     def _loop_kernel(self, loop):
-        pieces = distributed(self.sdfg, loop)
-        if pieces:
-            for piece in pieces:
+        plan = loop.schedule.kernel         # schedule.Kernel
+        if plan.pieces:
+            for piece in plan.pieces:
                 self._loop_kernel(piece)
             return
-        nest = kernel_nest(self.sdfg, loop)
+        nest = plan.nest
         if nest is None:            # marked by another analysis: run it in one thread
             self._single([loop])
             return
@@ -595,8 +591,9 @@ class _Host(_Generator):
 
 
 def cuda_source(layout, entries, checks, counted=(), emulate=False, prefix=""):
-    """Mark the entries' kernels (``analysis.device``) and generate the module."""
-    from ..analysis.device import device_parallelize
+    """Schedule the entries for the GPU (their kernels: ``schedule.decide``, as
+    pipeline.py does) and generate the module."""
+    from ..schedule import schedule
     from ..sdfg import validate
-    marked = [validate(device_parallelize(sdfg)) for sdfg in entries]
+    marked = [validate(schedule(sdfg, "cuda")) for sdfg in entries]
     return generate_cuda_module(layout, marked, checks, counted, emulate, prefix)

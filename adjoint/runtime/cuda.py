@@ -147,10 +147,11 @@ def toolchain(target):
 
 
 def build_cuda(layout, entries, checks, counted, name, target):
-    """(CUDA source, loaded module) for the entry SDFGs (pipeline._build on device='cuda')."""
+    """(CUDA source, loaded module) for the entry SDFGs, scheduled for the GPU
+    (pipeline._build on device='cuda')."""
     from ..codegen import COUNTS
-    from ..codegen.cuda import cuda_source
-    source = cuda_source(layout, entries, checks, counted, emulate=target.cuda[3])
+    from ..codegen.cuda import generate_cuda_module
+    source = generate_cuda_module(layout, entries, checks, counted, emulate=target.cuda[3])
     try:
         path = build_module(source, name, toolchain=toolchain(target))
     except CompileError as exc:

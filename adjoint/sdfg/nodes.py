@@ -94,6 +94,7 @@ class MapScope:
     body: tuple            # tasklets
     line: int = 0
     parallel: bool = False  # run with threads (analysis.parallel)
+    schedule: object = None  # how it runs: a schedule.MapSchedule (the scheduling pass)
 
 
 class LibraryNode:
@@ -216,6 +217,7 @@ class LoopRegion:
                             # zeroed copy, added to the container in thread order after
     zeroed: tuple = ()      # scalars zero whenever an iteration starts and ends (adjoints
                             # of per-iteration records): private, each copy from zero
+    schedule: object = None  # how it runs: a schedule.LoopSchedule (the scheduling pass)
 
 
 LOAD = "__load_"
@@ -262,6 +264,7 @@ class ConditionalRegion:
     naming scalar containers that a tasklet filled just before the region."""
     branches: tuple
     line: int = 0
+    schedule: object = None  # how it runs: a schedule.BranchSchedule (the scheduling pass)
 
 
 Region = Union[State, Sequence, LoopRegion, ConditionalRegion]

@@ -9,7 +9,7 @@ no pass writes the traversal again.
 """
 from dataclasses import replace
 
-from .nodes import ConditionalRegion, LoopRegion, Sequence, State
+from .nodes import ConditionalRegion, LoopRegion, MapScope, Sequence, State, Tasklet
 
 
 class Transformer:
@@ -67,3 +67,24 @@ def flattened(region):
             yield from flattened(element)
     else:
         yield region
+
+
+def tasklets_only(region, allow=()):
+    """The tasklets (and nodes of the ``allow`` types) of a body made of states of those
+    only, else None."""
+    parts = list(flattened(region))
+    if not all(isinstance(p, State) and all(isinstance(n, (Tasklet, *allow)) for n in p.nodes)
+               for p in parts):
+        return None
+    return [n for p in parts for n in p.nodes]
+
+
+def leaves(node):
+    """(enclosing map loops, node) for a dataflow node and the nodes inside a map."""
+    if isinstance(node, MapScope):
+        loops = tuple(LoopRegion(p, a, b, s, None) for p, (a, b, s) in
+                      zip(node.params, node.ranges))
+        for inner in node.body:
+            yield loops, inner
+    else:
+        yield (), node

@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 import sympy as sp
 
 from ...analysis.dependence import ANY, NEVER, distance, linear_form
-from ...analysis.parallel import PARALLEL_WORK
+from ...schedule.cost import PARALLEL_WORK
 from ...sdfg.nodes import THREADS, ConditionalRegion, Sequence
 from .distribution import _back, _target_key
 from .emit import _emit

@@ -251,7 +251,7 @@ def test_divisions_by_loop_invariants_are_grouped_for_hoisting():
     """``g * dy**2 / (2 dx**2 + 2 dy**2)`` is printed with the fixed factors grouped, so
     the C compiler can compute the quotient once per loop; cheap factors stay as they are."""
     import sympy as sp
-    from adjoint.codegen.c import _factor_out
+    from adjoint.codegen.statements import _factor_out
     g, a, dx, dy = sp.symbols("g a dx dy", real=True)
     (out,) = _factor_out([g * dy**2 / (2 * dx**2 + 2 * dy**2)], {dx, dy})
     grouped = [u for u in sp.preorder_traversal(out) if isinstance(u, sp.UnevaluatedExpr)]

@@ -1,0 +1,117 @@
+"""The ``sc_*`` helper functions of generated code, written once: both preambles (C's
+``codegen.c.PREAMBLE``, CUDA's ``cuda_preamble.preamble``) include this text, each with
+its own function qualifier (``static inline`` in C, ``SC_HD``, host and device, in
+CUDA). What C and NumPy/Python compute differently (printer.HELPERS maps the functions
+to these), integer index arithmetic, and ``sc_check``'s checked arithmetic."""
+
+CONSTANTS = r"""#ifndef M_PI
+#define M_PI 3.14159265358979323846
+#endif
+#ifndef M_E
+#define M_E 2.7182818284590452354
+#endif
+#ifndef M_LN2
+#define M_LN2 0.69314718055994530942
+#endif
+#ifndef M_LN10
+#define M_LN10 2.30258509299404568402
+#endif
+"""
+
+# Index arithmetic and the float helpers of sympy's functions; @FN@ and @POW@ are the
+# backend's qualifiers (see arithmetic). sc_mod tests `a - b < b`, not `a < 2 * b`: 2 * b
+# overflows for divisors beyond 2^62 (sc_check's sc_cmod takes any int64)
+ARITHMETIC = r"""@FN@ int64_t sc_floordiv(int64_t a, int64_t b)
+{ int64_t q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }
+@FN@ int64_t sc_mod(int64_t a, int64_t b)   /* wrap-around indices skip the division */
+{
+    if (b > 0 && a >= -b && (a < b || a - b < b)) return a < 0 ? a + b : (a < b ? a : a - b);
+    int64_t r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+@FN@ int64_t sc_imin(int64_t a, int64_t b) { return a < b ? a : b; }
+@FN@ int64_t sc_imax(int64_t a, int64_t b) { return a > b ? a : b; }
+/* number of values of range(a, b, s) */
+@FN@ int64_t sc_trip(int64_t a, int64_t b, int64_t s)
+{ return s > 0 ? (b > a ? (b - a + s - 1) / s : 0) : (a > b ? (a - b - s - 1) / (-s) : 0); }
+/* NaN-propagating like np.maximum / np.minimum; unlike fmax/fmin they vectorise */
+@FN@ double sc_max(double a, double b) { return (a > b || a != a) ? a : b; }
+@FN@ double sc_min(double a, double b) { return (a < b || a != a) ? a : b; }
+@POW@double sc_pow(double a, double b) { return pow(a, b); }
+@FN@ double sc_sign(double x) { return (double)((x > 0) - (x < 0)); }
+/* subgradient convention at kinks: the mean of the one-sided derivatives */
+@FN@ double sc_heaviside(double x) { return x > 0 ? 1.0 : (x < 0 ? 0.0 : 0.5); }
+"""
+
+# C's sc_pow: GCC must not see through it (printer.py: pow(x, 0.5) and pow(x, -1.0)
+# stay calls of pow, rounded as pow rounds)
+C_POW = """/* C's pow where GCC would rewrite it (see printer.py) */
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 8
+__attribute__((noipa))
+#elif defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static """
+
+
+def arithmetic(qualifier, pow_qualifier):
+    """ARITHMETIC with each function declared ``qualifier`` and sc_pow ``pow_qualifier``."""
+    return ARITHMETIC.replace("@FN@", qualifier).replace("@POW@", pow_qualifier)
+
+
+# Python's and NumPy's semantics where C's differ (printer.HELPERS), in both backends'
+# preambles (SC_VALUE: each backend's function qualifier)
+PYTHON_SEMANTICS = r"""/* Python's max(a, b) / min(a, b): the first of equals, a nan second argument loses */
+SC_VALUE double sc_pymax(double a, double b) { return b > a ? b : a; }
+SC_VALUE double sc_pymin(double a, double b) { return b < a ? b : a; }
+/* NumPy's power: its square root where the exponent is 0.5 */
+SC_VALUE double sc_nppow(double a, double b) { return b == 0.5 ? sqrt(a) : pow(a, b); }
+/* NumPy's fmax / fmin: a nan loses; the first of equals */
+SC_VALUE double sc_fmax(double a, double b) { return (a >= b || b != b) ? a : b; }
+SC_VALUE double sc_fmin(double a, double b) { return (a <= b || b != b) ? a : b; }
+/* Python's and NumPy's float // and % (CPython's float_divmod; b == 0 as NumPy) */
+SC_VALUE double sc_pymod(double a, double b)
+{ double m = fmod(a, b); if (b == 0) return m;
+  return m ? (((b < 0) != (m < 0)) ? m + b : m) : copysign(0.0, b); }
+SC_VALUE double sc_pyfloordiv(double a, double b)
+{ if (b == 0) return a / b;
+  double m = fmod(a, b), d = (a - m) / b;
+  if (m && ((b < 0) != (m < 0))) d -= 1.0;
+  if (!d) return copysign(0.0, a / b);
+  double f = floor(d); return d - f > 0.5 ? f + 1.0 : f; }
+/* NumPy's integer // and % (0 for a zero divisor, wrapping at the minimum) and shifts
+   (0, or the sign, from a count beyond the width) */
+SC_VALUE int64_t sc_ipyfloordiv(int64_t a, int64_t b)
+{ if (b == 0) return 0; if (b == -1) return (int64_t)((uint64_t)0 - (uint64_t)a);
+  int64_t q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q; }
+SC_VALUE int64_t sc_ipymod(int64_t a, int64_t b)
+{ if (b == 0 || b == -1) return 0;
+  int64_t r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
+SC_VALUE uint64_t sc_shl(int64_t a, int64_t b, int bits)
+{ return (b < 0 || b >= bits) ? 0 : (uint64_t)a << b; }
+SC_VALUE int64_t sc_shr(int64_t a, int64_t b, int bits)
+{ return (b < 0 || b >= bits) ? (a < 0 ? -1 : 0) : a >> b; }
+/* NumPy's sign: nan stays nan, both zeros give 0.0 */
+SC_VALUE double sc_npsign(double a) { return a != a ? a : (double)((a > 0) - (a < 0)); }
+"""
+
+# sc_check's arithmetic (CheckPrinter): exact or it sets *o, never wraps nor traps (after
+# the preamble's sc_floordiv and sc_mod; in both backends' preambles)
+CHECKED = r"""static inline int64_t sc_cadd(int64_t a, int64_t b, int *o)
+{ if (b > 0 ? a > INT64_MAX - b : a < INT64_MIN - b) { *o = 1; return 0; } return a + b; }
+static inline int64_t sc_csub(int64_t a, int64_t b, int *o)
+{ if (b < 0 ? a > INT64_MAX + b : a < INT64_MIN + b) { *o = 1; return 0; } return a - b; }
+static inline int64_t sc_cmul(int64_t a, int64_t b, int *o)
+{ if (a > 0 ? (b > 0 ? a > INT64_MAX / b : b < INT64_MIN / a)
+            : (b > 0 ? a < INT64_MIN / b : (a < 0 && b < INT64_MAX / a))) { *o = 1; return 0; }
+  return a * b; }
+static inline int64_t sc_cneg(int64_t a, int *o)
+{ if (a == INT64_MIN) { *o = 1; return 0; } return -a; }
+static inline int64_t sc_cfloordiv(int64_t a, int64_t b, int *o)
+{ if (b == 0 || (a == INT64_MIN && b == -1)) { *o = 1; return 0; } return sc_floordiv(a, b); }
+static inline int64_t sc_cmod(int64_t a, int64_t b, int *o)
+{ if (b == 0 || (a == INT64_MIN && b == -1)) { *o = 1; return 0; } return sc_mod(a, b); }
+static inline int64_t sc_ctrip(int64_t a, int64_t b, int64_t s, int *o)
+{ if (s == 0 || s == INT64_MIN) { *o = 1; return 0; }
+  int64_t d = s > 0 ? sc_csub(b, a, o) : sc_csub(a, b, o), m = s > 0 ? s : -s;
+  return d > 0 ? sc_cadd(d, m - 1, o) / m : 0; }
+"""
