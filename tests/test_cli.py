@@ -15,6 +15,7 @@ import pytest
 from simcore import cli
 from simcore.config import compose
 from simcore.errors import ConfigError
+from simcore.schema import TASK_MODELS, runs_on
 from simcore.validate import composition_error, validate
 from test_framework import MODELS, TINY, TASKS
 
@@ -72,7 +73,8 @@ def test_the_defaults_of_every_model_and_task_are_allowed():
     for model in MODELS:
         validate(compose([f"model={model}", "task=calibrate"]))
     for task in TASKS:
-        validate(compose(["model=seidel", f"task={task}"]))
+        model = "seidel" if runs_on(task, "seidel") else TASK_MODELS[task][0]
+        validate(compose([f"model={model}", f"task={task}"]))
 
 
 @pytest.mark.parametrize("override, line", [
