@@ -78,17 +78,27 @@ def batch(size, seed=0):
     return w, X0, Xt
 
 
-def timing(size, repeat, scales=(3.6, 5.0, -5.0, 3.0), F=20.0, dt=0.005) -> dict:
-    """Forward rollout and training step of the engine (and of JAX), in turns."""
+def timing(size, repeat, extra_cflags=(), scales=(3.6, 5.0, -5.0, 3.0), F=20.0,
+           dt=0.005) -> dict:
+    """Forward rollout and training step of the engine (built with the default flags
+    plus ``extra_cflags``) and, for the default build, of JAX, in turns."""
+    import adjoint
     from adjoint import value_and_grad
     from simcore.models.lorenz96_hybrid import WEIGHTS, rollout_loss
     w, X0, Xt = batch(size)
     args = (X0, Xt, *(w[n] for n in WEIGHTS), *scales, F, dt)
     step = value_and_grad(rollout_loss, WEIGHTS)
+    default = adjoint.options.cflags
+    exact, _ = step(*args)
+    adjoint.configure(cflags=tuple(default) + tuple(extra_cflags))
     loss, grads = step(*args)
     calls = {"engine_forward": lambda: rollout_loss(*args), "engine_step": lambda: step(*args)}
-    out = {**size, "steps_per_call": size["batch"] * size["rollout"]}
+    out = {**size, "steps_per_call": size["batch"] * size["rollout"],
+           "extra_cflags": " ".join(extra_cflags), "loss_rel_diff_to_default": abs(loss - exact)
+           / abs(exact)}
     try:
+        if extra_cflags:
+            raise ImportError("measured with the default build only")
         from experiments import closure_jax
     except ImportError as exc:
         out["jax"] = f"skipped: {exc}"
@@ -110,6 +120,7 @@ def timing(size, repeat, scales=(3.6, 5.0, -5.0, 3.0), F=20.0, dt=0.005) -> dict
             t0 = time.perf_counter()
             f()
             seconds[k].append(time.perf_counter() - t0)
+    adjoint.configure(cflags=default)
     out.update({f"{k}_s": float(np.median(v)) for k, v in seconds.items()})
     out["engine_step_over_forward"] = out["engine_step_s"] / out["engine_forward_s"]
     if "jax_step_s" in out:
@@ -147,14 +158,25 @@ def markdown(record) -> str:
     lines += ["", "Plots: " + ", ".join(f"`{p}`" for p in record["plots"]), "",
               "## Time per training step (one core, median of "
               f"{record['repeat']} calls in turns)", "",
-              "| K | hidden | batch | rollout | engine forward (ms) | engine step (ms) | "
-              "step / forward | JAX forward (ms) | JAX step (ms) | JAX step / engine step |",
-              "|---|---|---|---|---|---|---|---|---|---|"]
+              "A training step is the forward rollout and the gradient of its loss to the "
+              "weights (`value_and_grad`); JAX's loss and gradient equal the engine's to "
+              + ", ".join(f"{t['jax_grad_rel_diff']:.0e}" for t in record["timing"]
+                          if "jax_grad_rel_diff" in t)
+              + " (relative). `-ffast-math` (through `engine.cflags`) lets GCC call glibc's "
+              "vectorised tanh (libmvec) instead of the scalar one and gives up the engine's "
+              "bitwise contract (the loss moves by "
+              + ", ".join(f"{t['loss_rel_diff_to_default']:.0e}" for t in record["timing"]
+                          if t["extra_cflags"]) + " relative).", "",
+              "| K | hidden | batch | rollout | extra cflags | engine forward (ms) | "
+              "engine step (ms) | step / forward | JAX forward (ms) | JAX step (ms) | "
+              "JAX step / engine step |",
+              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for t in record["timing"]:
         jax = (f"{1e3 * t['jax_forward_s']:.2f} | {1e3 * t['jax_step_s']:.2f} | "
                f"{t['jax_step_over_engine_step']:.2f}" if "jax_step_s" in t else
-               f"{t.get('jax', '')} | | ")
+               f"{'' if t['extra_cflags'] else t.get('jax', '')} | | ")
         lines.append(f"| {t['K']} | {t['hidden']} | {t['batch']} | {t['rollout']} | "
+                     f"{t['extra_cflags'] or '(default)'} | "
                      f"{1e3 * t['engine_forward_s']:.2f} | {1e3 * t['engine_step_s']:.2f} | "
                      f"{t['engine_step_over_forward']:.2f} | {jax} |")
     return "\n".join(lines) + "\n"
@@ -174,7 +196,9 @@ def main(argv=None):
                 dest = RESULTS / f"closure_{name}.png"
                 shutil.copyfile(outdir / f"{name}.png", dest)
                 plots.append(str(dest.relative_to(ROOT)))
-    times = [timing(size, opts.repeat) for size in SIZES]
+    # -ffast-math: GCC calls glibc's vectorised tanh (libmvec) instead of the scalar one
+    times = [timing(size, opts.repeat, flags) for size in SIZES
+             for flags in ((), ("-ffast-math",))]
     from simcore.io import git_commit
     from omegaconf import OmegaConf
     record = {"date": datetime.date.today().isoformat(), "task": opts.task,
