@@ -147,6 +147,15 @@ def test_the_task_writes_weights_scores_and_plots(tmp_path):
         assert (tmp_path / name).is_file()
 
 
+def test_online_can_start_from_the_offline_fit(tmp_path):
+    summary = run_task(tiny("lorenz96_2scale", "train_closure", "task.mode=online",
+                            "task.online_init=offline", "task.plot=false"), tmp_path)
+    assert set(summary["scores"]) == {"none", "online"}
+    assert summary["outputs"] == ["closure.nc", "summary.json"]
+    with xr.open_dataset(tmp_path / "closure.nc") as ds:
+        assert ds.offline_loss.size == 3 and "offline_W1" not in ds     # trained, not scored
+
+
 @pytest.mark.parametrize("overrides, line", [
     (["task.mode=hybrid"], "task.mode=hybrid: must be one of none, offline, online, all"),
     (["task.leads=[0.5,3.0]"],

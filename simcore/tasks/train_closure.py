@@ -39,17 +39,18 @@ def train_closure(run) -> dict:
     weights = {"none": no_closure(int(cfg.hidden))}
     losses, timing = {}, {}
     modes = {"all": ["offline", "online"], "none": []}.get(cfg.mode, [cfg.mode])
+    offline = None
     if "offline" in modes or ("online" in modes and cfg.online_init == "offline"):
-        w = initial_weights(cfg.hidden, seed)
+        offline = initial_weights(cfg.hidden, seed)
         t0 = time.perf_counter()
-        losses["offline"] = train_offline(data, w, cfg, np.random.default_rng([seed, 2]), every)
+        losses["offline"] = train_offline(data, offline, cfg, np.random.default_rng([seed, 2]),
+                                          every)
         timing["offline_train_s"] = time.perf_counter() - t0
         if "offline" in modes:
-            weights["offline"] = w
+            weights["offline"] = offline
     if "online" in modes:
-        start = weights.get("offline", w) if cfg.online_init == "offline" else \
-            initial_weights(cfg.hidden, seed)
-        w = {n: a.copy() for n, a in start.items()}
+        w = initial_weights(cfg.hidden, seed) if offline is None or \
+            cfg.online_init == "random" else {n: a.copy() for n, a in offline.items()}
         t0 = time.perf_counter()
         losses["online"], seconds = train_online(data, w, cfg, np.random.default_rng([seed, 3]),
                                                  every)
@@ -67,7 +68,7 @@ def train_closure(run) -> dict:
     _write_dataset(run, data, weights, losses, scores, truth)
     summary["outputs"] = ["closure.nc", "summary.json"]
     if cfg.plot:
-        summary["outputs"] += _plots(run, scores, truth, losses)
+        summary["outputs"] += _plots(run, data.dt, scores, truth, losses)
     summary["wall_time_s"] = run.elapsed()
     write_json(summary, run.path("summary.json"))
     for m, s in summary["scores"].items():
@@ -141,7 +142,7 @@ def _write_dataset(run, data, weights, losses, scores, truth):
     write_netcdf(ds, run.path("closure.nc"), run.attrs(f"{run.model.name}: neural closure"))
 
 
-def _plots(run, scores, truth, losses) -> list:
+def _plots(run, dt, scores, truth, losses) -> list:
     plt = pyplot()
     if plt is None:
         log.info("train_closure: matplotlib not installed; no plots")
@@ -155,7 +156,7 @@ def _plots(run, scores, truth, losses) -> list:
     save_figure(fig, run.path("rmse.png"))
     fig2, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
     centres = 0.5 * (truth["bins"][1:] + truth["bins"][:-1])
-    lag = np.arange(len(truth["acf"])) * (scores["none"]["lead_time"][0])
+    lag = np.arange(len(truth["acf"])) * dt
     a1.plot(centres, truth["hist"], "k", lw=2, label="truth")
     a2.plot(lag, truth["acf"], "k", lw=2, label="truth")
     for m, s in scores.items():
