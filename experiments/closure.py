@@ -193,6 +193,8 @@ def main(argv=None):
     opts = parse(argv)
     core = one_core()
     sys.path.insert(0, str(ROOT))
+    from simcore.io import git_commit
+    commit = git_commit()                # before this run rewrites the recorded results
     t0 = time.perf_counter()
     outdir = Path(opts.keep) if opts.keep else Path(tempfile.mkdtemp(prefix="closure_"))
     cfg, summary = run_task(opts.task, outdir)
@@ -204,11 +206,10 @@ def main(argv=None):
                 shutil.copyfile(outdir / f"{name}.png", dest)
                 plots.append(str(dest.relative_to(ROOT)))
     times = [timing(size, opts.repeat) for size in SIZES]
-    from simcore.io import git_commit
     from omegaconf import OmegaConf
     record = {"date": datetime.date.today().isoformat(), "task": opts.task,
               "host": f"{platform.processor() or platform.machine()}, core {core}",
-              "commit": git_commit(), "config": OmegaConf.to_container(cfg.task),
+              "commit": commit, "config": OmegaConf.to_container(cfg.task),
               "summary": summary, "timing": times, "repeat": opts.repeat, "plots": plots,
               "wall_s": time.perf_counter() - t0}
     text = markdown(record)
