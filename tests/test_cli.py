@@ -86,7 +86,8 @@ def test_the_defaults_of_every_model_and_task_are_allowed():
     ("model=seidell", "model=seidell: no such model; did you mean seidel? (known: heat, "
                       "lorenz96, lorenz96_2scale, seidel)"),
     ("task=calibrat", "task=calibrat: no such task; did you mean calibrate? (known: "
-                      "assimilate, calibrate, compile, forward, gradcheck)"),
+                      "assimilate, calibrate, compile, forward, gradcheck, train_closure, "
+                      "train_closure_long)"),
     ("model.n=big", "model.n=big: Value 'big' of type 'str' could not be converted to Integer"),
     ("seed=0,1", "seed=0,1: several values run a sweep only with -m (simcore run -m ...); a "
                  "list is written key=[a,b]"),
