@@ -158,7 +158,7 @@ def markdown(record) -> str:
         lines.append(f"| {m} | " + " | ".join(f"{v['rmse'][t]:.3f}" for t in leads)
                      + f" | {v['vpt_mean']:.3f} | {v['vpt_median']:.3f} | {v['mean']:.3f} | "
                        f"{v['std']:.3f} | {v['hellinger']:.3f} | {v['acf_rmse']:.3f} |")
-    lines.append(f"| truth | " + " | ".join("" for _ in leads)
+    lines.append("| truth | " + " | ".join("" for _ in leads)
                  + f" | | | {s['truth']['mean']:.3f} | {s['truth']['std']:.3f} | | |")
     lines += ["", "Plots: " + ", ".join(f"`{p}`" for p in record["plots"]), "",
               "## Time per training step (one core, median of "

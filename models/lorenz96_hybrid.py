@@ -8,13 +8,13 @@ subgrid tendency -(h c / b) sum_j Y_{j,k} the fast variables would add,
 a local closure (the same network at every k, from X_k and its two neighbours) with two
 tanh layers of H units, stepped with RK4 like the truth. ``xm, xs`` scale the inputs and
 ``um, us`` the output to O(1) (set from the training data); ``um = us = 0`` is the
-one-scale model with no closure. Three kernels share the network: ``hybrid_run`` (the
-model, in place, keeping a trajectory), ``rollout_loss`` (n-step rollouts from truth states against the
-truth: online training) and ``closure_loss`` (the network against diagnosed subgrid
-tendencies: offline training); ``adjoint.value_and_grad`` of the last two gives the
-loss and its gradient with respect to the weights in one call. ``WEIGHTS`` names the
-weight arguments, ``init_weights`` draws them, the NumPy functions below are the
-kernels' independent reference.
+one-scale model with no closure. Three kernels share the network (plain functions,
+inlined into each): ``hybrid_run`` (the model in place, keeping a trajectory),
+``rollout_loss`` (n-step rollouts from truth states against the truth: online training)
+and ``closure_loss`` (the network against diagnosed subgrid tendencies: offline
+training); ``adjoint.value_and_grad`` of the last two gives the loss and its gradient
+with respect to the weights in one call. ``WEIGHTS`` names the weight arguments,
+``init_weights`` draws them.
 """
 import numpy as np
 
