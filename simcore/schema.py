@@ -254,6 +254,47 @@ class AssimilateConfig:
     plot: bool = plots()
 
 
+def each_up_to(sibling: str) -> Allowed:
+    """A non-empty list of numbers above 0 and at most another key's value."""
+    def text(s):
+        return f"a list of numbers above 0 and at most {sibling}" + \
+            ("" if s is None else f" = {s[sibling]}")
+    return Allowed(text, lambda v, s: len(v) > 0 and all(_number(x) and 0 < x <= s[sibling]
+                                                         for x in v))
+
+
+@dataclass
+class TrainClosureConfig:
+    name: str = "train_closure"
+    mode: str = option("all", one_of("none", "offline", "online", "all"),
+                       "offline: fit the closure to the truth's subgrid tendencies; online: "
+                       "through rollouts of the hybrid model; all: both; every run also "
+                       "scores the hybrid with no closure (none)")
+    hidden: int = option(16, STEPS, "units in each of the network's two tanh layers")
+    substeps: int = option(5, STEPS, "the hybrid's time step, in truth steps (model.dt)")
+    train_time: float = option(20.0, POSITIVE, "model time of the truth's training segment")
+    test_time: float = option(20.0, POSITIVE, "model time of the held-out segment "
+                                              "(forecasts, long-run statistics)")
+    offline_iters: int = option(2000, at_least(0), "offline: Adam iterations")
+    online_iters: int = option(300, at_least(0), "online: Adam iterations")
+    batch: int = option(32, STEPS, "minibatch: training states (offline), rollouts (online)")
+    rollout: int = option(10, STEPS, "online: hybrid steps per rollout")
+    lr: float = option(1e-3, POSITIVE, "Adam's learning rate")
+    online_init: str = option("random", one_of("random", "offline"),
+                              "online training starts from the seeded random weights (as "
+                              "offline does) or from offline's result")
+    forecasts: int = option(50, STEPS, "forecasts from held-out truth states")
+    forecast_time: float = option(2.0, POSITIVE, "model time of each forecast")
+    leads: List[float] = option([0.1, 0.2, 0.5, 1.0, 2.0], each_up_to("forecast_time"),
+                                "lead times of summary.json's forecast RMSE")
+    vpt_threshold: float = option(0.5, POSITIVE, "valid prediction time: the first time "
+                                                 "RMSE / the truth's std exceeds this")
+    acf_time: float = option(2.0, POSITIVE, "autocorrelation up to this lag (model time)")
+    bins: int = option(50, at_least(2), "histogram bins")
+    log_every: int = option(100, STEPS, "log every n-th Adam iteration")
+    plot: bool = plots()
+
+
 @dataclass
 class ObsFileConfig:
     file: Optional[str] = option(None, help="an observation file (docs/framework.md): "
@@ -293,4 +334,10 @@ class Config:
 
 TASK_SCHEMAS = {"forward": ForwardConfig, "calibrate": CalibrateConfig,
                 "gradcheck": GradcheckConfig, "assimilate": AssimilateConfig,
-                "compile": CompileConfig}
+                "compile": CompileConfig, "train_closure": TrainClosureConfig}
+# tasks that run on some models only (every other task runs on every model)
+TASK_MODELS = {"train_closure": ("lorenz96_2scale",)}
+
+
+def runs_on(task: str, model: str) -> bool:
+    return model in TASK_MODELS.get(task, (model,))

@@ -17,7 +17,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from .errors import ConfigError
 from .registry import get_model, model_class
-from .schema import TASK_SCHEMAS, Config, field_default
+from .schema import TASK_MODELS, TASK_SCHEMAS, Config, field_default, runs_on
 
 # tasks whose cost observes the truth on model.obs's grid (assimilate: unless stations;
 # calibrate and assimilate: unless obs.file)
@@ -34,10 +34,15 @@ def validate(cfg):
     problems = check_section({k: cfg[k] for k in cfg if k not in ("model", "task")}, Config)
     problems += check_section(cfg.model, schema, "model.")
     problems += check_section(cfg.task, TASK_SCHEMAS[name], "task.")
+    if not runs_on(name, cfg.model.name):
+        problems.append(f"task={name}: runs on model={' or model='.join(TASK_MODELS[name])}, "
+                        f"not model={cfg.model.name}")
     if problems:
         raise ConfigError("\n".join(problems))
     model = get_model(cfg.model.name, cfg.model, seed=int(cfg.seed))
     _check_observations(model, cfg)
+    if name == "train_closure":
+        _check_closure(model, cfg.task)
     return model
 
 
@@ -99,6 +104,21 @@ def _check_observations(model, cfg):
     if task.name != "assimilate" and m > model.steps:
         raise ConfigError(f"model.obs.every_m={m}: no observation time in a run of "
                           f"model.steps={model.steps}; must be at most {model.steps}")
+
+
+def _check_closure(model, task):
+    """The truth's segments hold what train_closure asks of them."""
+    dt = float(task.substeps) * model.time().dt
+    train, test = round(float(task.train_time) / dt), round(float(task.test_time) / dt)
+    where = f"(hybrid step task.substeps * model.dt = {dt:g})"
+    if int(task.rollout) >= train:
+        raise ConfigError(f"task.rollout={task.rollout}: must be below the training segment's "
+                          f"{train} hybrid steps {where}; raise task.train_time")
+    for key in ("forecast_time", "acf_time"):
+        steps = round(float(task[key]) / dt)
+        if steps < 1 or steps >= test:
+            raise ConfigError(f"task.{key}={task[key]}: must span 1 to {test - 1} hybrid steps "
+                              f"of the held-out segment {where}; it spans {steps}")
 
 
 def composition_error(exc, overrides=()) -> str:

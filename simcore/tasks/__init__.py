@@ -50,8 +50,9 @@ def tasks() -> dict:
     from .compile import compile_kernels
     from .forward import forward
     from .gradcheck import gradcheck
+    from .train_closure import train_closure
     return {"forward": forward, "calibrate": calibrate, "gradcheck": gradcheck,
-            "compile": compile_kernels, "assimilate": assimilate}
+            "compile": compile_kernels, "assimilate": assimilate, "train_closure": train_closure}
 
 
 def run_task(cfg, outdir, argv=None, cpus=None) -> dict:

@@ -16,6 +16,7 @@ import pytest
 from simcore import cli
 from simcore.config import compose
 from simcore.errors import ConfigError
+from simcore.schema import TASK_MODELS, runs_on
 from simcore.validate import composition_error, validate
 from test_framework import MODELS, TINY, TASKS
 
@@ -73,7 +74,8 @@ def test_the_defaults_of_every_model_and_task_are_allowed():
     for model in MODELS:
         validate(compose([f"model={model}", "task=calibrate"]))
     for task in TASKS:
-        validate(compose(["model=seidel", f"task={task}"]))
+        model = "seidel" if runs_on(task, "seidel") else TASK_MODELS[task][0]
+        validate(compose([f"model={model}", f"task={task}"]))
 
 
 @pytest.mark.parametrize("override, line", [
@@ -85,7 +87,8 @@ def test_the_defaults_of_every_model_and_task_are_allowed():
     ("model=seidell", "model=seidell: no such model; did you mean seidel? (known: heat, "
                       "lorenz96, lorenz96_2scale, seidel)"),
     ("task=calibrat", "task=calibrat: no such task; did you mean calibrate? (known: "
-                      "assimilate, calibrate, compile, forward, gradcheck)"),
+                      "assimilate, calibrate, compile, forward, gradcheck, train_closure, "
+                      "train_closure_long)"),
     ("model.n=big", "model.n=big: Value 'big' of type 'str' could not be converted to Integer"),
     ("seed=0,1", "seed=0,1: several values run a sweep only with -m (simcore run -m ...); a "
                  "list is written key=[a,b]"),

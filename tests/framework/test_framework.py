@@ -19,13 +19,18 @@ from omegaconf import OmegaConf
 import simcore
 from simcore.config import CONFIG_DIR, RUN_ID, compose
 from simcore.errors import ConfigError, UnknownModelError
-from simcore.schema import TASK_SCHEMAS
+from simcore.schema import TASK_SCHEMAS, runs_on
 
 MODELS = simcore.known_models()
 TINY = {name: [f"model.{k}={v}" for k, v in simcore.model_class(name).tiny.items()]
         for name in MODELS}
-TINY_TASK = {"assimilate": ["task.cycles=2", "task.burn_in_time=0"]}    # per task, for every model
+TINY_TASK = {"assimilate": ["task.cycles=2", "task.burn_in_time=0"],    # per task, for every model
+             "train_closure": ["task.train_time=0.5", "task.test_time=0.5", "task.hidden=4",
+                               "task.offline_iters=3", "task.online_iters=3", "task.batch=4",
+                               "task.rollout=3", "task.forecasts=3", "task.forecast_time=0.1",
+                               "task.leads=[0.05,0.1]", "task.acf_time=0.1", "task.bins=10"]}
 TASKS = sorted(TASK_SCHEMAS)
+RUNS = [(m, t) for t in TASKS for m in MODELS if runs_on(t, m)]   # every model a task runs on
 
 
 def tiny(model, task, *extra):
@@ -39,8 +44,7 @@ def test_every_model_declares_tiny_settings(model):
     assert TINY[model], f"model {model!r} declares no `tiny` config values"
 
 
-@pytest.mark.parametrize("model", MODELS)
-@pytest.mark.parametrize("task", TASKS)
+@pytest.mark.parametrize("model, task", RUNS)
 def test_every_model_and_task_compose(model, task):
     cfg = tiny(model, task)
     assert cfg.model.name == model and cfg.task.name == task

@@ -8,7 +8,7 @@ import pytest
 import xarray as xr
 
 from simcore.tasks import run_task
-from test_framework import MODELS, TASKS, tiny
+from test_framework import MODELS, RUNS, tiny
 
 HAVE_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
 PLOTS = ["cost.png"] if HAVE_MATPLOTLIB else []    # plots are an optional extra
@@ -17,7 +17,9 @@ OUTPUTS = {"forward": ["state.nc", "summary.json"],
            + PLOTS,
            "gradcheck": ["summary.json"], "compile": ["summary.json"],
            "assimilate": ["observations.nc", "truth.nc", "background.nc", "analysis.nc",
-                          "diagnostics.nc", "summary.json"]}
+                          "diagnostics.nc", "summary.json"],
+           "train_closure": ["closure.nc", "summary.json"]
+           + (["rmse.png", "statistics.png", "loss.png"] if HAVE_MATPLOTLIB else [])}
 
 
 def run(tmp_path, model, task, *extra):
@@ -28,8 +30,7 @@ def run(tmp_path, model, task, *extra):
     return summary, on_disk
 
 
-@pytest.mark.parametrize("model", MODELS)
-@pytest.mark.parametrize("task", TASKS)
+@pytest.mark.parametrize("model, task", RUNS)
 def test_every_model_and_task_runs(tmp_path, model, task):
     summary, _ = run(tmp_path, model, task)
     for name in OUTPUTS[task]:
