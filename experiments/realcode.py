@@ -443,7 +443,7 @@ def main():
         records += [r for r in old["kernels"] if r["name"] not in done]
         collections = {**old["collections"], **collections}
         info = {**old["machine"], "reruns": old["machine"].get("reruns", []) +
-                [{"cases": sorted(done), "date": info["date"]}]}
+                [{"cases": sorted(done), "date": info["date"], "fd_steps": info["fd_steps"]}]}
     order = {c.name: i for i, c in enumerate(CASES)}
     records.sort(key=lambda r: order.get(r["name"], len(order)))
     (out / "realcode.json").write_text(json.dumps(

@@ -86,17 +86,12 @@ class LoopLowering:
     def unrolled(self, stmt):
         """The statements a `for` over a few constant values stands for, one copy of the
         body per value (see UNROLL), or None for a loop lowered as a loop."""
-        if not isinstance(stmt, ast.For):
-            return None
-        it = stmt.iter
-        if not (isinstance(stmt.target, ast.Name)
-                and not stmt.orelse and _call_of(self, it, "range") and 1 <= len(it.args) <= 3
-                and _reaches_slice_bound(stmt.body, stmt.target.id)
-                and not _jumps_out(stmt.body)):
+        if not (isinstance(stmt, ast.For) and _unrollable(stmt)
+                and _call_of(self, stmt.iter, "range")):
             return None
         ex = ExpressionBuilder(self, self.scope)
         try:
-            bounds = [ex.index(a, "a range() bound") for a in it.args]
+            bounds = [ex.index(a, "a range() bound") for a in stmt.iter.args]
         except KernelSyntaxError:
             return None                     # _stmt_For reports it
         if ex.reads or ex.prelude or not all(b.is_Integer for b in bounds) or \
@@ -297,18 +292,25 @@ class LoopLowering:
 def unrolls_literally(stmt):
     """Whether the `for` ``stmt`` unrolls whatever the names around it mean (its range of
     int literals): what ``locals`` may assume before the lowering decides."""
-    it = stmt.iter
-    if not (isinstance(stmt.target, ast.Name) and not stmt.orelse and isinstance(it, ast.Call)
-            and isinstance(it.func, ast.Name) and it.func.id == "range" and not it.keywords
-            and 1 <= len(it.args) <= 3 and _reaches_slice_bound(stmt.body, stmt.target.id)
-            and not _jumps_out(stmt.body)):
+    if not _unrollable(stmt):
         return False
     try:
-        bounds = [ast.literal_eval(a) for a in it.args]
+        bounds = [ast.literal_eval(a) for a in stmt.iter.args]
     except (ValueError, TypeError, SyntaxError):
         return False
     return all(type(b) is int for b in bounds) and bounds[2:] != [0] and \
         len(range(*bounds)) <= UNROLL
+
+
+def _unrollable(stmt):
+    """Whether the `for` ``stmt`` has the form an unrolled loop has (see UNROLL), its
+    values aside: ``for v in range(...)`` whose ``v`` reaches a slice bound and whose body
+    does not leave it early."""
+    it = stmt.iter
+    return isinstance(stmt.target, ast.Name) and not stmt.orelse and \
+        isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range" \
+        and not it.keywords and 1 <= len(it.args) <= 3 and \
+        _reaches_slice_bound(stmt.body, stmt.target.id) and not _jumps_out(stmt.body)
 
 
 def _reaches_slice_bound(body, var):
