@@ -100,8 +100,9 @@ class Bench:
             try:
                 rec["sizes"][str(size)] = self.size(case, pkg, original, ported, size)
             except Exception as exc:         # the row says why; the others still run
-                rec["sizes"][str(size)] = {"error": f"{type(exc).__name__}: "
-                                           f"{str(exc).strip().splitlines()[0][:300]}",
+                text = (str(exc).strip().splitlines() or [""])[0].replace(
+                    str(pathlib.Path(self.opts.pyhpc).resolve()) + os.sep, "")
+                rec["sizes"][str(size)] = {"error": f"{type(exc).__name__}: {text[:300]}",
                                            "where": _engine_frame(exc)}
             print(one_line(case.name, size, rec["sizes"][str(size)]), flush=True)
         return rec
@@ -222,26 +223,29 @@ def markdown(info, records):
              f"{','.join(map(str, info['sizes']))}`", "",
              "Loss: sum over the outputs of <W, output>, W fixed random arrays; gradients "
              "w.r.t. every float argument. Engine gradient: `adjoint.vjp` and its pullback "
-             "(forward sweep included), JAX: `jax.jit(jax.grad(loss))`. Ratios above 1: the "
+             "(forward sweep included), JAX: `jax.jit(jax.grad(loss))`. Times: best wall time; "
+             "the CPU-time ratio (medians) is a cross-check on a shared machine. Ratios above 1: the "
              f"engine is faster. ok: forward within {FWD_RTOL:g} of NumPy and gradient within "
              f"{GRAD_RTOL:g} of JAX's (max |diff| / max |JAX| per argument).", "",
              "| function | size | shape | NumPy fwd ms | engine fwd ms | JAX fwd ms | "
              "engine grad ms | JAX grad ms | NumPy/engine fwd | JAX/engine fwd | "
-             "JAX/engine grad | engine grad/fwd | JAX grad/fwd | fwd err | grad err vs JAX | "
-             "ok | compile s engine fwd/grad, JAX fwd/grad |",
-             "|" + "---|" * 17]
+             "JAX/engine grad | JAX/engine grad, CPU time | engine grad/fwd | JAX grad/fwd | "
+             "fwd err | grad err vs JAX | ok | compile s engine fwd/grad, JAX fwd/grad |",
+             "|" + "---|" * 18]
     for rec in records:
         for size, r in rec["sizes"].items():
             if "error" in r:
-                lines.append(f"| {rec['name']} | {size} | - |" + " - |" * 13 +
+                lines.append(f"| {rec['name']} | {size} | - |" + " - |" * 14 +
                              f" error: {r['error'].replace('|', '/')} |")
                 continue
             m, q, c = r["ms"], r["ratios"], r["compile_s"]
+            cpu = f"{r['cpu_ms']['jax_grad'] / r['cpu_ms']['engine_grad']:.2f}" \
+                if "cpu_ms" in r else "-"
             lines.append(
                 f"| {rec['name']} | {size} | {'x'.join(map(str, r['shape']))} | "
                 f"{m['numpy_fwd']:.3g} | {m['engine_fwd']:.3g} | {m['jax_fwd']:.3g} | "
                 f"{m['engine_grad']:.3g} | {m['jax_grad']:.3g} | {q['numpy/engine fwd']:.2f} | "
-                f"{q['jax/engine fwd']:.2f} | {q['jax/engine grad']:.2f} | "
+                f"{q['jax/engine fwd']:.2f} | {q['jax/engine grad']:.2f} | {cpu} | "
                 f"{q['engine grad/fwd']:.2f} | {q['jax grad/fwd']:.2f} | "
                 f"{r['fwd_error_vs_numpy']:.1e} | {r['grad_error_vs_jax']:.1e} | "
                 f"{'ok' if r['ok'] else 'WRONG'} | {c['engine_fwd']:.1f} / "
