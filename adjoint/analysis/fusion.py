@@ -10,6 +10,8 @@ reads (stencils) and different ranges keep the maps apart.
 """
 from dataclasses import replace
 
+import sympy as sp
+
 from ..sdfg.arithmetic import substitute
 from ..sdfg.nodes import MapScope, State, Tasklet
 from ..sdfg.visit import Transformer
@@ -18,17 +20,43 @@ from .dependence import injective
 
 def fuse(sdfg):
     """The SDFG with every fusable pair of consecutive maps fused."""
-    return sdfg.replace(body=_Fusion().region(sdfg.body))
+    return sdfg.replace(body=_Fusion(equal_sizes(sdfg.assumptions)).region(sdfg.body))
+
+
+def equal_sizes(assumptions):
+    """{size symbol: the one standing for it} for the sizes every call checks equal
+    (``sa.shape[0] == ct.shape[0]`` where ``sa * ct`` broadcasts them), so that maps over
+    ``sa``'s and over ``ct``'s ranges are maps over one range."""
+    parent = {}
+
+    def root(s):
+        while parent.get(s, s) != s:
+            s = parent[s]
+        return s
+    for condition, _, _ in assumptions:
+        if not isinstance(condition, sp.Eq):
+            continue
+        terms = sp.Add.make_args(sp.expand(condition.lhs - condition.rhs))
+        if len(terms) == 2 and all(t.is_Symbol or (-t).is_Symbol for t in terms) and \
+                sum(t.is_Symbol for t in terms) == 1:
+            a, b = sorted((root(t if t.is_Symbol else -t) for t in terms), key=str)
+            if a != b:
+                parent[b] = a
+    return {s: root(s) for s in parent}
 
 
 class _Fusion(Transformer):
+    def __init__(self, equal=None):
+        super().__init__()
+        self.equal = equal or {}
+
     def elements(self, elements):
-        return _across_states(super().elements(elements))
+        return _across_states(super().elements(elements), self.equal)
 
     def state(self, state):
         nodes = []
         for node in state.nodes:
-            fused = _fused(nodes[-1], node) if nodes else None
+            fused = _fused(nodes[-1], node, self.equal) if nodes else None
             if fused is None:
                 nodes.append(node)
             else:
@@ -36,14 +64,14 @@ class _Fusion(Transformer):
         return State(tuple(nodes), state.label)
 
 
-def _across_states(elements):
+def _across_states(elements, equal):
     """Fuse the last map of a state with the first map of the state right after it
     (each statement is a state of its own)."""
     out = []
     for e in elements:
         while isinstance(e, State) and e.nodes and out and isinstance(out[-1], State) \
                 and out[-1].nodes:
-            fused = _fused(out[-1].nodes[-1], e.nodes[0])
+            fused = _fused(out[-1].nodes[-1], e.nodes[0], equal)
             if fused is None:
                 break
             out[-1] = replace(out[-1], nodes=out[-1].nodes[:-1] + (fused,))
@@ -53,11 +81,12 @@ def _across_states(elements):
     return tuple(out)
 
 
-def _fused(first, second):
-    """One map doing ``first`` then ``second`` at every point, or None."""
+def _fused(first, second, equal):
+    """One map doing ``first`` then ``second`` at every point, or None (``equal``: sizes
+    checked equal before each call, see equal_sizes)."""
     if not (isinstance(first, MapScope) and isinstance(second, MapScope)):
         return None
-    if first.ranges != second.ranges or not all(
+    if _sized(first.ranges, equal) != _sized(second.ranges, equal) or not all(
             isinstance(t, Tasklet) for t in first.body + second.body):
         return None
     rename = dict(zip(second.params, first.params))
@@ -65,6 +94,11 @@ def _fused(first, second):
     if not _pointwise(first.body, body, first.params):
         return None
     return replace(first, body=first.body + body)
+
+
+def _sized(ranges, equal):
+    return ranges if not equal else tuple(tuple(sp.sympify(e).xreplace(equal) for e in r)
+                                          for r in ranges)
 
 
 def _renamed(t, rename):

@@ -192,6 +192,20 @@ class ExpressionBuilder:
         if entry not in self.kernel.arrays.assumptions:
             self.kernel.arrays.assumptions.append(entry)
 
+    def _index_IfExp(self, node, what):
+        """``a if c else b`` of integers: the branch a decided ``c`` picks, else both as a
+        Piecewise (``c`` an integer condition: an index never depends on data)."""
+        reads = len(self.reads)
+        cond = self.condition(node.test)
+        if cond in (sp.true, sp.false):
+            return self.index(node.body if cond is sp.true else node.orelse, what)
+        if len(self.reads) > reads:
+            raise self.src.error(node, f"{what}: the condition of `{ast.unparse(node)}` "
+                                       "reads floating-point data; an index's condition must "
+                                       "be on integers")
+        return sp.Piecewise((self.index(node.body, what), cond),
+                            (self.index(node.orelse, what), True))
+
     def _index_Attribute(self, node, what):
         """``A.size`` (the number of elements) and ``A.ndim``."""
         if node.attr in ("size", "ndim") and self._module(node.value) is None:

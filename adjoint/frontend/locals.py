@@ -7,9 +7,9 @@ INT_OPS = (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod, ast.Pow)
 def classify_locals(fn: ast.FunctionDef, int_names, params, returns_int=None, int_arrays=()):
     """Return (integer locals, float locals).
 
-    A local is an integer alias when it is assigned exactly once, by plain
-    assignment, from an integer expression: it is then substituted into the
-    indices that use it. Every other local is a float64 scalar container.
+    A local is an integer alias when it is assigned by plain assignment from an
+    integer expression, once, or several times in straight-line code (unrolled loops
+    count as such): it is then substituted into the indices that use it. Every other local is a float64 scalar container.
     ``returns_int(call, k)`` says whether a function a call calls returns an integer
     (element ``k`` of its tuple, or None): ``nU, J, U = self.unpack(x)``, ``n = size(x)``.
     An element of one of the integer arrays ``int_arrays`` that ``fn`` only reads
@@ -26,16 +26,36 @@ def classify_locals(fn: ast.FunctionDef, int_names, params, returns_int=None, in
                 sites.setdefault(t.id, []).append((node, value))
     ints = set(int_names) | loop_vars
     changed = True
+    unrolled = _in_unrolled_loops(fn)
     candidates = {n for n, s in sites.items()
-                  if len(s) == 1 and isinstance(s[0][0], ast.Assign)}
+                  if all(isinstance(node, ast.Assign) for node, _ in s)
+                  and (len(s) == 1 or all(node in unrolled for node, _ in s))}
     int_locals = set()
     while changed:
         changed = False
         for name in sorted(candidates - int_locals):
-            if is_integer_expression(sites[name][0][1], ints | int_locals, returns_int, arrays):
+            if all(is_integer_expression(value, ints | int_locals, returns_int, arrays)
+                   for _, value in sites[name]):
                 int_locals.add(name)
                 changed = True
     return int_locals, sorted(set(sites) - int_locals - loop_vars)
+
+
+def _in_unrolled_loops(fn):
+    """The statements of ``fn`` outside any construct but unrolled loops
+    (loops.unrolls_literally): straight-line code, where a name assigned several times is
+    rebound in Python's order (``ki = 0 if kr == 1 else 1`` in two such loops)."""
+    from .loops import unrolls_literally
+    out, todo = set(), [(s, True) for s in fn.body]
+    while todo:
+        node, straight = todo.pop()
+        if isinstance(node, ast.stmt) and straight:
+            out.add(node)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            continue
+        inner = straight and isinstance(node, ast.For) and unrolls_literally(node)
+        todo.extend((c, inner and c in node.body) for c in ast.iter_child_nodes(node))
+    return out
 
 
 def _targets(node):
@@ -99,6 +119,9 @@ def is_integer_expression(node, ints, returns_int=None, arrays=()):
         return isinstance(node.op, (ast.USub, ast.UAdd)) and recurse(node.operand)
     if isinstance(node, ast.BinOp):
         return isinstance(node.op, INT_OPS) and recurse(node.left) and recurse(node.right)
+    if isinstance(node, ast.IfExp):          # `0 if kr == 1 else 1`
+        return recurse(node.body) and recurse(node.orelse) and \
+            _integer_condition(node.test, recurse)
     if isinstance(node, ast.Subscript):      # A.shape[k], idx[i, j + 1]
         if isinstance(node.value, ast.Name) and node.value.id in arrays:
             index = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
@@ -114,6 +137,18 @@ def is_integer_expression(node, ints, returns_int=None, arrays=()):
         return all(recurse(a) for a in node.args)
     if isinstance(node, ast.Call):
         return bool(returns_int and returns_int(node, None))
+    return False
+
+
+def _integer_condition(node, integer):
+    """Whether ``node`` is a comparison of integer expressions (``integer``), or ``and``,
+    ``or`` and ``not`` of them."""
+    if isinstance(node, ast.Compare):
+        return all(integer(n) for n in [node.left] + list(node.comparators))
+    if isinstance(node, ast.BoolOp):
+        return all(_integer_condition(v, integer) for v in node.values)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return _integer_condition(node.operand, integer)
     return False
 
 

@@ -17,8 +17,22 @@ import sympy as sp
 from ..sdfg import arithmetic as fp
 from ..sdfg import ConditionalRegion, Container, LoopRegion, Memlet, Sequence, State, Tasklet
 from ..sdfg.nodes import flag_symbol, index_loads
+from ..errors import KernelSyntaxError
 from .arrays import ArrayBuilder
 from .expressions import AfterLoop, ExpressionBuilder, IntValue
+
+
+# A `for` over at most this many constant values whose variable reaches a slice bound
+# (Veros' `for kr in range(2)` with `: -1 + kr or None` and `ki = 0 if kr == 1 else 1`)
+# is unrolled: each copy sees the variable as a known int, as Python runs it, so `or
+# None`, negative bounds and decided branches take Python's values.
+UNROLL = 8
+
+
+class UnrolledValue(ast.stmt):
+    """Binds an unrolled loop's variable to ``value`` (the first copy's: ``first``), or
+    unbinds it after the last copy (``value`` None)."""
+    _fields = ("var", "value", "first")
 
 
 @dataclass
@@ -75,6 +89,41 @@ class LoopLowering:
             if type(binding) is IntValue and symbol in sp.sympify(binding.expr).free_symbols:
                 self.scope[name] = AfterLoop(name, var, lambda m: self.src.error(stmt, m))
         return self._loop(frame, symbol, start, stop, step, body, stmt, copies_)
+
+    def unrolled(self, stmt):
+        """The statements a `for` over a few constant values stands for, one copy of the
+        body per value (see UNROLL), or None for a loop lowered as a loop."""
+        if not (isinstance(stmt, ast.For) and _unrollable(stmt)
+                and _call_of(self, stmt.iter, "range")):
+            return None
+        ex = ExpressionBuilder(self, self.scope)
+        try:
+            bounds = [ex.index(a, "a range() bound") for a in stmt.iter.args]
+        except KernelSyntaxError:
+            return None                     # _stmt_For reports it
+        if ex.reads or ex.prelude or not all(b.is_Integer for b in bounds) or \
+                (len(bounds) == 3 and bounds[2] == 0):
+            return None
+        values = range(*(int(b) for b in bounds))
+        if len(values) > UNROLL:
+            return None
+        var, out = stmt.target.id, []
+        for k, v in enumerate(values):
+            out.append(_placed(UnrolledValue(var, v, k == 0), stmt))
+            out.extend(copy.deepcopy(stmt.body))        # fresh nodes: call sites inline anew
+        return out + [_placed(UnrolledValue(var, None, not values), stmt)]
+
+    def _stmt_UnrolledValue(self, stmt):
+        if stmt.first:
+            self._check_name(stmt, stmt.var)
+            if stmt.var in self.scope:
+                raise self.src.error(stmt, f"loop variable {stmt.var!r} shadows an argument, "
+                                           "a size or an enclosing loop variable")
+        if stmt.value is None:
+            self.scope.pop(stmt.var, None)
+        else:
+            self.scope[stmt.var] = IntValue(sp.Integer(stmt.value))
+        return []
 
     def _body(self, stmt, copies, guard=None):
         """The loop's body, in a frame of its own (see bindings)."""
@@ -246,6 +295,62 @@ class LoopLowering:
 
     def line(self, stmt):
         return stmt.lineno + self.src.first_line - 1
+
+
+def unrolls_literally(stmt):
+    """Whether the `for` ``stmt`` unrolls whatever the names around it mean (its range of
+    int literals): what ``locals`` may assume before the lowering decides."""
+    if not _unrollable(stmt):
+        return False
+    try:
+        bounds = [ast.literal_eval(a) for a in stmt.iter.args]
+    except (ValueError, TypeError, SyntaxError):
+        return False
+    return all(type(b) is int for b in bounds) and bounds[2:] != [0] and \
+        len(range(*bounds)) <= UNROLL
+
+
+def _unrollable(stmt):
+    """Whether the `for` ``stmt`` has the form an unrolled loop has (see UNROLL), its
+    values aside: ``for v in range(...)`` whose ``v`` reaches a slice bound and whose body
+    does not leave it early."""
+    it = stmt.iter
+    return isinstance(stmt.target, ast.Name) and not stmt.orelse and \
+        isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range" \
+        and not it.keywords and 1 <= len(it.args) <= 3 and \
+        _reaches_slice_bound(stmt.body, stmt.target.id) and not _jumps_out(stmt.body)
+
+
+def _reaches_slice_bound(body, var):
+    """Whether ``var``, or a name assigned from it, occurs in a slice bound in ``body``."""
+    names, changed = {var}, True
+    while changed:
+        changed = False
+        for node in (n for s in body for n in ast.walk(s)):
+            if isinstance(node, ast.Assign) and _mentions(node.value, names):
+                new = {t.id for t in node.targets if isinstance(t, ast.Name)} - names
+                names |= new
+                changed = changed or bool(new)
+    return any(isinstance(n, ast.Slice) and _mentions(n, names)
+               for s in body for n in ast.walk(s))
+
+
+def _mentions(node, names):
+    return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node))
+
+
+def _jumps_out(body):
+    """Whether ``body`` returns, or breaks or continues its own loop."""
+    todo = list(body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.Return, ast.Break, ast.Continue)):
+            return True
+        if isinstance(node, (ast.For, ast.While)):
+            todo.extend(n for n in ast.walk(node) if isinstance(n, ast.Return))
+        elif not isinstance(node, (ast.FunctionDef, ast.Lambda)):
+            todo.extend(ast.iter_child_nodes(node))
+    return False
 
 
 def _call_of(kernel, node, name):

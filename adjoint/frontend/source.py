@@ -16,6 +16,8 @@ from ..errors import ArgumentError, KernelSyntaxError
 from ..types import ArrayType
 from .outside import as_library_calls, function_value, resolve
 
+ONE = sp.Integer(1)
+
 FLOAT_DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
 INT_DTYPES = tuple(np.dtype(t) for t in (np.int64, np.int32, np.int16, np.int8, np.uint64,
                                           np.uint32, np.uint16, np.uint8, np.bool_))
@@ -286,8 +288,12 @@ def type_of_value(name, value, what=None):
         if value.dtype not in FLOAT_DTYPES + INT_DTYPES and value.dtype.kind not in "iu":
             raise ArgumentError(f"{what}: arrays must be float64, float32, "
                                 f"integer or bool, got {value.dtype}")
-        shape = tuple(sp.Symbol(f"__{name}_{k}", integer=True, nonnegative=True)
-                      for k in range(value.ndim))
+        # A size-1 axis is the constant 1, so it broadcasts as NumPy's does (p.shape ==
+        # (1, 1, n) against (nx, ny, n)); the shape is part of the call's signature, so an
+        # argument of other sizes gets its own specialisation.
+        shape = tuple(ONE if n == 1 else sp.Symbol(f"__{name}_{k}", integer=True,
+                                                   nonnegative=True)
+                      for k, n in enumerate(value.shape))
         dtype = value.dtype if value.dtype in FLOAT_DTYPES + INT_DTYPES else np.dtype(np.int64)
         return ArrayType(dtype, shape)
     if isinstance(value, (int, np.integer, bool, np.bool_)):     # True is 1, as in Python

@@ -203,6 +203,11 @@ class KernelBuilder(LoopLowering, CallLowering, ArrayLowering):
                 stmts[k:k + 1 if not returns else len(stmts)] = taken    # the rest: dead
                 k -= 1
                 continue
+            copies = self.unrolled(stmt)
+            if copies is not None:      # `for kr in range(2)` deciding slice ends: unrolled
+                stmts[k:k + 1] = copies
+                k -= 1
+                continue
             chosen = _returned_value(stmts[k:]) if top and isinstance(stmt, ast.If) else None
             if chosen is not None:      # `if c: return a` / `else: return b`: one return
                 stmts[k:] = [ast.copy_location(ast.Return(chosen), stmt)]

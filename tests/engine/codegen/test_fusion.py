@@ -6,7 +6,8 @@ import pytest
 from adjoint import float64, grad, kernel, symbol
 from adjoint.sdfg.nodes import MapScope, walk
 
-from kernel_testing import arg_names, assert_arrays_close, copy_args, fd_gradient, rng_for
+from kernel_testing import (arg_names, assert_arrays_close, check_vjp_and_jvp, copy_args,
+                            fd_gradient, rng_for)
 
 N = symbol("N")
 
@@ -51,3 +52,22 @@ def test_fused_kernels_match_python_and_finite_differences(k, wrt):
     f = lambda a: float(k.py_func(*copy_args(a)))            # noqa: E731
     for name, g in zip(wrt, grad(k, wrt=wrt)(*copy_args(args))):
         assert_arrays_close(g, fd_gradient(f, args, index_of, name), 1e-7, f"d/d{name}")
+
+
+def unannotated_chain(sa, ct, p):
+    """Sizes of two arguments (sa.shape, ct.shape) that the call checks equal, and p's
+    (1, 1, n) broadcast: the maps over sa's and over ct's ranges fuse (Veros' gsw_dHdT)."""
+    t1 = ct * (2.0 + 0.5 * ct)
+    t2 = sa * t1 + p
+    return t2 * np.sqrt(sa) - t1 * p
+
+
+def test_maps_over_sizes_checked_equal_fuse():
+    rng = rng_for("fusion_equal_sizes")
+    args = (rng.random((4, 3, 2)) + 0.5, rng.random((4, 3, 2)), rng.random((1, 1, 2)))
+    k = kernel(unannotated_chain)
+    assert len(_maps(k, args)) == 1
+    np.testing.assert_array_equal(k(*copy_args(args)), unannotated_chain(*args))
+    check_vjp_and_jvp(k, unannotated_chain, args, rng)
+    with pytest.raises(Exception, match="do not match"):    # still checked per call
+        k(args[0], rng.random((4, 3, 3)), args[2][..., :1])
