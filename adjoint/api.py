@@ -99,7 +99,7 @@ class Kernel(KernelFunction):
         defaults = self._defaults(args)
         names = list(self._declared)[:len(args)]
         functions = {n: v for n, v in zip(names, args)       # and strings, None, tuples
-                     if function_value(v) or _constant_argument(v)}
+                     if function_value(v) or (_constant_argument(v) and not self._declared[n])}
         given = [(n, v) for n, v in zip(names, args) if n not in functions]
         types = {n: self._declared[n] or type_of_value(n, v) for n, v in given}
         outside, fixed = self._outside_reads(functions)
@@ -176,8 +176,8 @@ class Kernel(KernelFunction):
 
 def _constant_argument(value):
     """Arguments that are constants of the specialisation, as functions are: strings,
-    None and tuples of constants (``enforce_boundaries(arr, "u")``); numbers and arrays
-    are the compiled code's arguments."""
+    None and tuples of constants (``enforce_boundaries(arr, "u")``) given to parameters
+    without an annotation; numbers and arrays are the compiled code's arguments."""
     return isinstance(value, (str, type(None), tuple)) and is_constant(value)
 
 

@@ -119,9 +119,9 @@ def is_integer_expression(node, ints, returns_int=None, arrays=()):
         return isinstance(node.op, (ast.USub, ast.UAdd)) and recurse(node.operand)
     if isinstance(node, ast.BinOp):
         return isinstance(node.op, INT_OPS) and recurse(node.left) and recurse(node.right)
-    if isinstance(node, ast.IfExp):          # `0 if kr == 1 else 1`
-        return recurse(node.body) and recurse(node.orelse) and \
-            _integer_condition(node.test, recurse)
+    if isinstance(node, ast.IfExp):          # `0 if kr == 1 else 1`, its test not on data
+        return recurse(node.body) and recurse(node.orelse) and _integer_condition(
+            node.test, lambda n: is_integer_expression(n, ints, returns_int))
     if isinstance(node, ast.Subscript):      # A.shape[k], idx[i, j + 1]
         if isinstance(node.value, ast.Name) and node.value.id in arrays:
             index = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
