@@ -205,8 +205,11 @@ def _unchanged(fixed):
 def _fixed_key(value):
     """A specialisation's key part for a value from outside: constants by type and value,
     anything else (functions, modules) by identity, held by the key."""
-    return ("fixed", type(value).__name__, repr(value)) if is_constant(value) else \
-        ("fixed", _Identity(value))
+    if is_constant(value):
+        return ("fixed", type(value).__name__, repr(value))
+    if inspect.ismethod(value):                 # a new bound method object per read
+        return ("fixed", _Identity(value.__func__), _Identity(value.__self__))
+    return ("fixed", _Identity(value))
 
 
 class _Identity:

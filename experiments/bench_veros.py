@@ -132,8 +132,14 @@ class Bench:
         floats = [j for j, a in enumerate(args) if a.dtype.kind == "f"]
         jx = self.jax_functions(ported, args, floats, weights)
         jgrads = [np.asarray(g) for g in jx["grad"](*jx["args"])]
-        errors = {names[j]: rel_error(np.asarray(grads.get(names[j], np.zeros_like(args[j]))),
-                                      g) for j, g in zip(floats, jgrads)}
+        ours = [np.asarray(grads.get(names[j], np.zeros_like(args[j]))) for j in floats]
+        # JAX's gradient is nan where a step's zero derivative meets an infinite one in
+        # one expression (tke's sqrt(max(0, tke)) at tke < 0: 0 * inf); the engine's is 0
+        # there. Compared where JAX's is finite; the engine's must be finite everywhere.
+        out["grad_nonfinite"] = {"engine": sum(int(np.sum(~np.isfinite(g))) for g in ours),
+                                 "jax": sum(int(np.sum(~np.isfinite(g))) for g in jgrads)}
+        errors = {names[j]: rel_error(g[np.isfinite(h)], h[np.isfinite(h)]) if
+                  np.all(np.isfinite(g)) else math.inf for j, g, h in zip(floats, ours, jgrads)}
         out["grad_error_vs_jax"] = max(errors.values())
         out["grad_error_vs_jax_by_argument"] = errors
         jfwd = [np.asarray(v) for v in _tuple(jx["fwd"](*jx["args"]))]
@@ -226,16 +232,18 @@ def markdown(info, records):
              "(forward sweep included), JAX: `jax.jit(jax.grad(loss))`. Times: best wall time; "
              "the CPU-time ratio (medians) is a cross-check on a shared machine. Ratios above 1: the "
              f"engine is faster. ok: forward within {FWD_RTOL:g} of NumPy and gradient within "
-             f"{GRAD_RTOL:g} of JAX's (max |diff| / max |JAX| per argument).", "",
+             f"{GRAD_RTOL:g} of JAX's (max |diff| / max |JAX| per argument, over the entries "
+             "where JAX's is finite; the engine's must be finite everywhere). nan: the "
+             "gradient's non-finite entries, engine / JAX.", "",
              "| function | size | shape | NumPy fwd ms | engine fwd ms | JAX fwd ms | "
              "engine grad ms | JAX grad ms | NumPy/engine fwd | JAX/engine fwd | "
              "JAX/engine grad | JAX/engine grad, CPU time | engine grad/fwd | JAX grad/fwd | "
-             "fwd err | grad err vs JAX | ok | compile s engine fwd/grad, JAX fwd/grad |",
-             "|" + "---|" * 18]
+             "fwd err | grad err vs JAX | nan | ok | compile s engine fwd/grad, JAX fwd/grad |",
+             "|" + "---|" * 19]
     for rec in records:
         for size, r in rec["sizes"].items():
             if "error" in r:
-                lines.append(f"| {rec['name']} | {size} | - |" + " - |" * 14 +
+                lines.append(f"| {rec['name']} | {size} | - |" + " - |" * 15 +
                              f" error: {r['error'].replace('|', '/')} |")
                 continue
             m, q, c = r["ms"], r["ratios"], r["compile_s"]
@@ -248,6 +256,7 @@ def markdown(info, records):
                 f"{q['jax/engine fwd']:.2f} | {q['jax/engine grad']:.2f} | {cpu} | "
                 f"{q['engine grad/fwd']:.2f} | {q['jax grad/fwd']:.2f} | "
                 f"{r['fwd_error_vs_numpy']:.1e} | {r['grad_error_vs_jax']:.1e} | "
+                f"{r['grad_nonfinite']['engine']} / {r['grad_nonfinite']['jax']} | "
                 f"{'ok' if r['ok'] else 'WRONG'} | {c['engine_fwd']:.1f} / "
                 f"{c['engine_grad']:.1f}, {c['jax_fwd']:.1f} / {c['jax_grad']:.1f} |")
     return "\n".join(lines) + "\n"

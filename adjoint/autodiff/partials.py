@@ -12,7 +12,26 @@ def partial(expr, connector):
     d = sp.diff(expr, connector)
     if d.has(sp.Derivative, sp.Subs):
         raise AdjointError(f"no derivative rule for {expr}: sympy left {d}")
-    return _one_division_per_denominator(d)
+    return _zero_where_a_factor_is(_one_division_per_denominator(d))
+
+
+def _zero_where_a_factor_is(d):
+    """The chain rule's products inside one partial, where a step factor is exactly zero
+    and another is infinite: ``sqrt(max(0, x))`` at x < 0 is 0.5/sqrt(0) times max's
+    derivative 0, which must be 0 (the value is constant there), not nan. Such a product
+    becomes ``0 if the other factors are 0 else the product`` (the test ``times`` makes
+    for a zero cotangent, within the expression)."""
+    def infinite(f):
+        return any(p.exp.is_negative and not p.exp.is_integer for p in f.atoms(sp.Pow))
+
+    def rewrite(m):
+        steps = [f for f in m.args if f.has(sp.Heaviside) and not infinite(f)]
+        if not steps or not any(infinite(f) for f in m.args):
+            return m
+        return sp.Piecewise((sp.Integer(0), sp.Eq(sp.Mul(*steps), 0)), (m, True))
+    if not d.has(sp.Heaviside) or not infinite(d):
+        return d
+    return d.replace(lambda e: isinstance(e, sp.Mul), rewrite)
 
 
 def _one_division_per_denominator(d):

@@ -360,6 +360,8 @@ def same_value(a, b):
     the same object, or an equal constant of the same type (nan equal to nan)."""
     if a is b:
         return True
+    if inspect.ismethod(a) and inspect.ismethod(b):    # `self.dxdt`: a new object per read
+        return a.__func__ is b.__func__ and a.__self__ is b.__self__
     if type(a) is not type(b) or not is_constant(a):
         return False
     return a == b or (a != a and b != b)

@@ -3,8 +3,10 @@
 Distances ``r = sqrt(dx*dx + dy*dy)`` of a particle to itself are 0, where sqrt's
 derivative is infinite; the self-term's adjoint is exactly 0 (``dW/dr = 0`` at 0), so the
 contribution must be 0, not 0 * inf = nan (as the SPH codes' ``getAcc`` got it). Checked
-against central differences of the plain Python function. (A zero factor inside the same statement as
-the infinite partial, ``np.sqrt(x * x) * (x - x)`` in one expression, still gives nan.)"""
+against central differences of the plain Python function. Inside one expression a step
+factor that is zero (``np.sqrt(np.maximum(0.0, x))`` at x < 0: max's derivative 0 times
+sqrt's infinite one, Veros' TKE) gives zero too; another zero factor inside the same
+expression as the infinite partial, ``np.sqrt(x * x) * (x - x)``, still gives nan.)"""
 import numpy as np
 import pytest
 
@@ -45,3 +47,16 @@ def test_zero_times_infinite_partial_is_zero(f, args):
     assert got == pytest.approx(want, rel=1e-7, abs=fd_atol(f(*args)))
     _, dots = jvp(k, args, d)
     assert dots["return"] == pytest.approx(want, rel=1e-7, abs=fd_atol(f(*args)))
+
+
+def clipped_root(x):
+    return np.sum(np.sqrt(np.maximum(0.0, x)) * x)      # one expression: step and root
+
+
+def test_a_step_factor_that_is_zero_zeroes_an_infinite_partial_in_one_expression():
+    x = np.array([-1.0, 0.5, 2.0, -3.0])
+    k = kernel(clipped_root)
+    _, pullback = vjp(k, x)
+    g = pullback({"return": 1.0})["x"]
+    np.testing.assert_allclose(g, [0.0, 1.5 * np.sqrt(0.5), 1.5 * np.sqrt(2.0), 0.0], rtol=1e-14)
+    assert jvp(k, (x,), {"x": np.ones(4)})[1]["return"] == pytest.approx(np.sum(g), rel=1e-14)

@@ -172,6 +172,9 @@ class Forcing:
     def tendency(self, x):
         return np.sum(self.F * x)
 
+    def step(self, x):
+        return x[0] + 0.1 * self.tendency(x)
+
 
 def test_numbers_and_functions_from_outside_are_read_at_every_call():
     """A number from outside is a constant of the compiled code: changed after a call, the
@@ -194,6 +197,10 @@ def test_numbers_and_functions_from_outside_are_read_at_every_call():
     finally:
         FORCE, values_helpers.RATE, square = saved, saved_rate, saved_square
     model = Forcing(8.0)
+    stepper = kernel(model.step)                 # reads self.tendency: a new object per read
+    for _ in range(3):
+        assert stepper(x) == pytest.approx(x[0] + 0.1 * 8.0 * np.sum(x), rel=1e-14)
+    assert len(stepper._specs) == 1              # compiled once, not at every call
     t = kernel(model.tendency)
     assert t(x) == pytest.approx(8.0 * np.sum(x), rel=1e-14)
     model.F = 3.0
