@@ -357,13 +357,7 @@ class _Host(StatementPrinter):
             self.host_vars.pop()
         elif isinstance(item, ConditionalRegion):
             self.plan(item, "is decided on the host")
-            for k, (cond, body) in enumerate(item.branches):
-                if cond is None:
-                    self.open("else")
-                else:
-                    self.open(("if" if k == 0 else "else if") + f" ({self.index.doprint(cond)})")
-                self.region(body)
-                self.close()
+            self.branches(item)
             self.emit("if (sc_failed) return -3;")
         else:
             raise TypeError(f"cannot generate CUDA for {item!r}")

@@ -229,13 +229,7 @@ class StatementPrinter:
         elif isinstance(region, ConditionalRegion):
             if self._selects(region):
                 return
-            for k, (cond, body) in enumerate(region.branches):
-                if cond is None:
-                    self.open("else")
-                else:
-                    self.open(("if" if k == 0 else "else if") + f" ({self.index.doprint(cond)})")
-                self.region(body)
-                self.close()
+            self.branches(region)
         elif isinstance(region, State):
             for node in region.nodes:
                 self.node(node)
@@ -489,6 +483,16 @@ class StatementPrinter:
             self._write(m, value)
         self.value.late = set()
         self.close()
+
+    def branches(self, region: ConditionalRegion):
+        """``if`` / ``else if`` / ``else`` around each branch's region."""
+        for k, (cond, body) in enumerate(region.branches):
+            if cond is None:
+                self.open("else")
+            else:
+                self.open(("if" if k == 0 else "else if") + f" ({self.index.doprint(cond)})")
+            self.region(body)
+            self.close()
 
     def _selects(self, region):
         """A branch whose writes the schedule makes selects (``x = taken ? value : x``,
