@@ -214,6 +214,11 @@ class KernelBuilder(LoopLowering, CallLowering, ArrayLowering):
                 stmt = stmts[k]
             if isinstance(stmt, ast.Return) and not (top and k == len(stmts) - 1):
                 raise self.src.error(stmt, "`return` must be the last statement of the kernel")
+            guarded = _guarded_choice(stmt, self.scope, self.int_locals)
+            if guarded is not None:     # `y[i] = x[i + 1] if i < n - 1 else 0.0`
+                stmts[k:k + 1] = [guarded]
+                k -= 1
+                continue
             inlined = inline_selection(stmts, k, ArrayBuilder(ExpressionBuilder(
                 self, self.scope))._is_mask, self.src.tree)
             if inlined is not None:     # `v = data[m]`: its uses read the selection itself
@@ -640,6 +645,42 @@ def _flag_state(ex, cond, flag, line):
     inputs = tuple((conn, Memlet(d, s)) for (d, s), conn in ex.reads.items())
     decide = fp.select(sp.Integer(1), cond, sp.Integer(0))
     return State((Tasklet(inputs, ((Memlet(flag.name), decide),), line),), f"if_{line}")
+
+
+def _guarded_choice(stmt, scope, int_locals):
+    """``y[i] = x[i + 1] if i < n - 1 else 0.0`` as ``if i < n - 1: y[i] = x[i + 1]`` /
+    ``else: y[i] = 0.0``, or None: Python evaluates only the branch an integer test picks,
+    so a branch reading an element may be out of bounds where it is not taken; as an ``if``
+    each branch's indices are proven under its condition. A test on data stays a select."""
+    if not isinstance(stmt, (ast.Assign, ast.AugAssign)) or any(
+            isinstance(t, ast.Name) and t.id in int_locals
+            for t in (stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target])):
+        return None                 # an integer local's choice is a Piecewise index
+    nodes = list(ast.walk(stmt.value))
+    at = next((j for j, n in enumerate(nodes) if isinstance(n, ast.IfExp)), None)
+    if at is None or not _integer_test(nodes[at].test, scope) or \
+            not any(_reads_element(b) for b in (nodes[at].body, nodes[at].orelse)):
+        return None
+
+    def taking(branch):
+        copied = copy.deepcopy(stmt)
+        choice = list(ast.walk(copied.value))[at]
+
+        class Pick(ast.NodeTransformer):
+            def visit_IfExp(self, node):
+                return getattr(node, branch) if node is choice else self.generic_visit(node)
+        return ast.fix_missing_locations(Pick().visit(copied))
+    return ast.copy_location(ast.If(nodes[at].test, [taking("body")], [taking("orelse")]), stmt)
+
+
+def _reads_element(node):
+    """Whether ``node`` reads an element of an array (a subscript without slices)."""
+    for n in ast.walk(node):
+        if isinstance(n, ast.Subscript):
+            items = n.slice.elts if isinstance(n.slice, ast.Tuple) else [n.slice]
+            if not any(isinstance(i, ast.Slice) for i in items):
+                return True
+    return False
 
 
 def _guards_data(test, scope):

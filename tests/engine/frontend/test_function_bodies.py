@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from adjoint import BoundsError, KernelSyntaxError, kernel, vjp
-from kernel_testing import check_vjp_and_jvp, fd_atol, fd_directional, inner, rng_for
+from kernel_testing import check_vjp_and_jvp, copy_args, fd_atol, fd_directional, inner, rng_for
 
 
 def commented(u):
@@ -157,6 +157,24 @@ def test_conditional_expressions_as_python(x0, n):
     assert kernel(conditional_values)(*args) == pytest.approx(conditional_values(*args),
                                                               rel=1e-14)
     check_vjp_and_jvp(kernel(conditional_values), conditional_values, args, rng)
+
+
+def guarded_neighbours(x, y):
+    """Boundaries written as choices: Python evaluates only the branch the integer test
+    picks, so ``x[i + 1]`` at the last i is never read (it was refused as out of bounds)."""
+    n = x.shape[0]
+    for i in range(n):
+        y[i] = (x[i + 1] if i < n - 1 else 0.0) - 2.0 * x[i] + (x[i - 1] if i > 0 else x[0])
+    return np.sum(y * y)
+
+
+def test_a_choice_on_an_integer_test_reads_only_the_branch_taken():
+    rng = rng_for("guarded")
+    args = (rng.random(7), np.zeros(7))
+    got, want = copy_args(args), copy_args(args)
+    assert kernel(guarded_neighbours)(*got) == guarded_neighbours(*want)
+    np.testing.assert_array_equal(got[1], want[1])
+    check_vjp_and_jvp(kernel(guarded_neighbours), guarded_neighbours, args, rng)
 
 
 def checked_sizes(x, k):
