@@ -19,7 +19,7 @@ from .errors import AdjointError, ArgumentError, BoundsError, LinAlgError
 from .options import CUDA_SETTINGS, options, set_options, target
 from .sweep import Sweep
 from .frontend import RESULT, read_source, type_of_value
-from .frontend.outside import HIDDEN, function_value, is_constant, outside_reads, same_value
+from .frontend.outside import HIDDEN, function_value, is_constant, outside_reads, value_key
 from .frontend.source import KernelFunction, check_parameters, decorated_source, \
     function_tree, with_defaults
 from .runtime.arguments import Binding, signature
@@ -110,7 +110,7 @@ class Kernel(KernelFunction):
         key = (here,) + tuple((n, _type_key(t)) for n, t in types.items()) + \
             tuple((n, "=", type(v).__name__, repr(v)) for n, v in defaults.items()) + \
             tuple((n, "function", v) for n, v in functions.items()) + \
-            tuple(_fixed_key(v) for _, v in now)                    # held: no id reuse
+            tuple(value_key(v) for _, v in now)                     # held: no id reuse
         if key not in self._specs:
             if self._source is not None and not _unchanged(self._source_fixed):
                 self._source = None             # read again: its namespace is a snapshot
@@ -197,33 +197,9 @@ def _unchanged(fixed):
     """Whether every value from outside is still the one the code was compiled with."""
     for get, value in fixed:
         now = _read(get)
-        if now is not value and not same_value(now, value):
+        if now is not value and value_key(now) != value_key(value):
             return False
     return True
-
-
-def _fixed_key(value):
-    """A specialisation's key part for a value from outside: constants by type and value,
-    anything else (functions, modules) by identity, held by the key."""
-    if is_constant(value):
-        return ("fixed", type(value).__name__, repr(value))
-    if inspect.ismethod(value):                 # a new bound method object per read
-        return ("fixed", _Identity(value.__func__), _Identity(value.__self__))
-    return ("fixed", _Identity(value))
-
-
-class _Identity:
-    """A value held in a key by identity (lists and other unhashable objects too)."""
-    __slots__ = ("value",)
-
-    def __init__(self, value):
-        self.value = value
-
-    def __hash__(self):
-        return id(self.value)
-
-    def __eq__(self, other):
-        return isinstance(other, _Identity) and other.value is self.value
 
 
 def _hidden_names(found):

@@ -476,9 +476,7 @@ class ArrayBuilder:
 
     def assume(self, node, condition, message):
         """``condition`` on the kernel's sizes, checked once per call before the kernel runs."""
-        entry = (condition, self.line(node), message)
-        if entry not in self.state.assumptions:
-            self.state.assumptions.append(entry)
+        self.ex.assume(node, condition, message)
 
 
 def _narrowed_axes(base):

@@ -183,10 +183,10 @@ class ExpressionBuilder:
             raise self.src.error(node, f"the divisor of `{ast.unparse(node)}` depends on loop "
                                        "variables and may be zero; divide by constants and "
                                        "sizes only")
-        self._assume(node, sp.Ne(b, 0), f"the divisor {b} of `{ast.unparse(node)}` is zero")
+        self.assume(node, sp.Ne(b, 0), f"the divisor {b} of `{ast.unparse(node)}` is zero")
         return b
 
-    def _assume(self, node, condition, message):
+    def assume(self, node, condition, message):
         """``condition`` on the kernel's sizes, checked once per call before it runs."""
         entry = (condition, node.lineno + self.src.first_line - 1, message)
         if entry not in self.kernel.arrays.assumptions:
@@ -432,7 +432,7 @@ class ExpressionBuilder:
             return i
         for bound in (size + low, high):
             if not bound.is_nonnegative:
-                self._assume(node, sp.Ge(bound, 0), f"index `{ast.unparse(node)}` is outside "
+                self.assume(node, sp.Ge(bound, 0), f"index `{ast.unparse(node)}` is outside "
                                                     "its axis (NumPy raises IndexError)")
         return python_mod(i, size)
 

@@ -355,16 +355,30 @@ def outside_reads(func, parse, also=()):
     return list(arrays.values()), list(fixed.values())
 
 
-def same_value(a, b):
-    """Whether a value read again from outside is the one the code was compiled with:
-    the same object, or an equal constant of the same type (nan equal to nan)."""
-    if a is b:
-        return True
-    if inspect.ismethod(a) and inspect.ismethod(b):    # `self.dxdt`: a new object per read
-        return a.__func__ is b.__func__ and a.__self__ is b.__self__
-    if type(a) is not type(b) or not is_constant(a):
-        return False
-    return a == b or (a != a and b != b)
+def value_key(value):
+    """What a value from outside is to compiled code, hashable: a constant by its type and
+    value (nan is nan; -0.0 is not 0.0), a bound method by its function and object
+    (``self.dxdt`` is a new object at every read), anything else by identity. A value read
+    again is the one the code was compiled with when the keys are equal."""
+    if is_constant(value):
+        return ("constant", type(value).__name__, repr(value))
+    if inspect.ismethod(value):
+        return ("method", _Identity(value.__func__), _Identity(value.__self__))
+    return ("object", _Identity(value))
+
+
+class _Identity:
+    """A value held in a key by identity (lists and other unhashable objects too)."""
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def __hash__(self):
+        return id(self.value)
+
+    def __eq__(self, other):
+        return isinstance(other, _Identity) and other.value is self.value
 
 
 def _getter(func, names, node, me):

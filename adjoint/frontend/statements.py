@@ -219,8 +219,8 @@ class KernelBuilder(LoopLowering, CallLowering, ArrayLowering):
                 stmts[k:k + 1] = [guarded]
                 k -= 1
                 continue
-            inlined = inline_selection(stmts, k, ArrayBuilder(ExpressionBuilder(
-                self, self.scope))._is_mask, self.src.tree)
+            inlined = inline_selection(stmts, k, lambda n: ArrayBuilder(ExpressionBuilder(
+                self, self.scope))._is_mask(n), self.src.tree)
             if inlined is not None:     # `v = data[m]`: its uses read the selection itself
                 stmts[k + 1:] = inlined
                 continue
