@@ -15,8 +15,8 @@ import os
 os.environ.setdefault("GOMP_SPINCOUNT", "10000")
 
 from .api import Kernel, configure, grad, jvp, kernel, value_and_grad, vjp  # noqa: E402
-from .errors import (AdjointError, ArgumentError, BoundsError, CompileError, DeviceError,
-                     KernelSyntaxError, LinAlgError)
+from .errors import (AdjointError, ArgumentError, AssertionFailed, BoundsError, CompileError,
+                     DeviceError, KernelSyntaxError, LinAlgError)
 from .options import options
 from .types import (bool_, float32, float64, int8, int16, int32, int64, symbol, uint8, uint16,
                     uint32, uint64)
@@ -26,4 +26,4 @@ __all__ = ["Kernel", "kernel", "grad", "value_and_grad", "vjp", "jvp", "symbol",
            "float32", "int64", "int32", "int16", "int8", "uint64", "uint32", "uint16", "uint8",
            "bool_", "configure", "options", "AdjointError",
            "ArgumentError",
-           "BoundsError", "CompileError", "DeviceError", "KernelSyntaxError", "LinAlgError"]
+           "AssertionFailed", "BoundsError", "CompileError", "DeviceError", "KernelSyntaxError", "LinAlgError"]

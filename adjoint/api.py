@@ -15,7 +15,7 @@ from . import pipeline
 from .autodiff import tangent_name
 from .analysis.activity import filled_first, written_containers
 from .codegen.c import FAILED
-from .errors import AdjointError, ArgumentError, BoundsError, LinAlgError
+from .errors import AdjointError, ArgumentError, AssertionFailed, BoundsError, LinAlgError
 from .options import CUDA_SETTINGS, options, set_options, target
 from .sweep import Sweep
 from .frontend import RESULT, read_source, type_of_value
@@ -401,9 +401,13 @@ class Specialization:
         return status
 
     def failed(self, line):
-        """The LinAlgError of a library call at ``line`` that failed (codegen: ``fail``)."""
-        reasons = sorted({node.failure for node in library_nodes(self.sdfg.body)
-                          if node.line == line and getattr(node, "failure", None)})
+        """The error of a node at ``line`` that stopped the call (codegen: ``fail``): a
+        failed assert's AssertionFailed, a library call's LinAlgError."""
+        nodes = [node for node in library_nodes(self.sdfg.body)
+                 if node.line == line and getattr(node, "failure", None)]
+        reasons = sorted({node.failure for node in nodes})
+        if any(node.kind == "assert" for node in nodes):
+            return AssertionFailed(f"{self.sdfg.filename}:{line}: {' or '.join(reasons)}")
         why = " or ".join(reasons) or "a linear-algebra routine failed"
         return LinAlgError(f"{self.sdfg.filename}:{line}: {why}")
 

@@ -32,6 +32,11 @@ class LinAlgError(AdjointError, np.linalg.LinAlgError):
     the message names the line. Also a ``numpy.linalg.LinAlgError``, as NumPy raises."""
 
 
+class AssertionFailed(AdjointError, AssertionError):
+    """An ``assert`` in the kernel failed for this call's values: the message names the
+    line, the test and the assert's message. Also an ``AssertionError``, as Python raises."""
+
+
 class CompileError(AdjointError):
     """The C compiler rejected generated code (an engine bug: please report it with the log)."""
 

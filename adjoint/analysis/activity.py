@@ -24,9 +24,16 @@ def dependencies(sdfg):
     return deps
 
 
+def varied_containers(sdfg, wrt):
+    """The containers whose values depend on ``wrt``; bool containers (masks) carry no
+    derivative, so nothing is varied through them."""
+    deps = [(o, ins) for o, ins in dependencies(sdfg) if sdfg.containers[o].dtype.kind != "b"]
+    return frozenset(closure(set(wrt), deps))
+
+
 def active_containers(sdfg, wrt, outputs):
     deps = dependencies(sdfg)
-    varied = closure(set(wrt), deps)
+    varied = varied_containers(sdfg, wrt)
     useful = closure(set(outputs), [(i, {o}) for o, ins in deps for i in ins])
     return frozenset(varied & useful)
 

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import sympy as sp
 
-from ..analysis.activity import closure, dependencies
+from ..analysis.activity import varied_containers
 from ..sdfg.arithmetic import TANGENT
 from ..sdfg.nodes import (ConditionalRegion, Container, LibraryNode, LoopRegion, MapScope, Memlet,
                           Sequence, State, Tasklet)
@@ -22,7 +22,7 @@ def tangent_name(name):
 
 def linearize(sdfg, wrt):
     """(tangent-linear SDFG, varied containers) for tangents seeded on ``wrt``."""
-    varied = frozenset(closure(set(wrt), dependencies(sdfg)))
+    varied = varied_containers(sdfg, wrt)
     containers = dict(sdfg.containers)
     for name in sorted(varied):
         c = sdfg.containers[name]

@@ -283,32 +283,32 @@ def _is_tuple(node):
 
 
 def _check_dtype(b, args, default=FLOAT64):
-    """The dtype of a new array: ``dtype=`` may name float64, float32 or an integer dtype in
-    any spelling (np.float32, float, int, "int32", ``A.dtype``); bool and others are
+    """The dtype of a new array: ``dtype=`` may name float64, float32, bool or an integer
+    dtype in any spelling (np.float32, float, int, bool, "int32", ``A.dtype``); others are
     refused. ``default`` where it is left out (None: the dtype of what is stored)."""
     node = args.get("dtype")
     if node is None or isinstance(node, ast.Constant) and node.value is None:
         return default
     dtype = _dtype(b, node)
-    if dtype in (FLOAT64, FLOAT32) or dtype is not None and dtype.kind in "iu":
+    if dtype in (FLOAT64, FLOAT32) or dtype is not None and dtype.kind in "iub":
         return dtype
     what = f"dtype `{ast.unparse(node)}`"
     if dtype is None:
         raise b.src.error(node, f"{what} is not a dtype the kernel can tell; temporaries are "
                                 "float64 or float32: leave out dtype= or use np.float64")
-    if dtype.kind not in "iub":
-        raise b.src.error(node, f"{what}: {dtype} temporaries are not supported yet "
-                                "(kernels compute in float64 and float32); leave out dtype= "
-                                "or use np.float64")
-    raise b.src.error(node, f"{what}: {dtype} temporaries are not supported (boolean "
-                            "arrays are read-only in kernels); compute in a float64 "
-                            "array: leave out dtype= or use np.float64")
+    raise b.src.error(node, f"{what}: {dtype} temporaries are not supported yet "
+                            "(kernels compute in float64, float32, integers and bool); leave "
+                            "out dtype= or use np.float64")
 
 
 def _converted(value, dtype):
-    """``value`` as an array of ``dtype``: each element converted (float32: rounded)."""
+    """``value`` as an array of ``dtype``: each element converted (float32: rounded; bool:
+    a mask, ``x != 0``)."""
     if dtype is None or value.dtype is not None and dtype == value.dtype:
         return value
+    if dtype.kind == "b":
+        return value if value.boolean else \
+            ArrayExpr(value.shape, lambda index: truth(value.at(index)), True)
     cast = fp.as_float32 if dtype == FLOAT32 else fp.as_float64 if dtype.kind == "f" else \
         fp.INT_CASTS[dtype.name]
     return ArrayExpr(value.shape, lambda index: cast(number(value.at(index)), evaluate=False),
@@ -345,14 +345,24 @@ def _scalar(b, node):
 # ---- creation -----------------------------------------------------------------------------
 def _filled(fill, empty=False):
     def handler(b, node, args):
-        dtype = _check_dtype(b, args)
+        dtype = _check_dtype(b, args, FLOAT64 if fill is not None else None)
         shape = _shape(b, _required(b, node, args, "shape"))
         _check_sizes(b, node, shape)
-        if fill is None:
-            value = _scalar(b, _required(b, node, args, "fill_value"))
-            return ArrayExpr(shape, lambda index: number(value.at(())), dtype=dtype)
-        return constant(sp.Integer(fill), shape, empty=empty, dtype=dtype)
+        return _fill(b, node, args, fill, shape, empty, dtype)
     return handler
+
+
+def _fill(b, node, args, fill, shape, empty, dtype):
+    """``shape`` filled with ``fill`` (None: the argument ``fill_value``) as ``dtype``
+    (None: bool for True or False, else float64)."""
+    value = _scalar(b, _required(b, node, args, "fill_value")) if fill is None else \
+        constant(sp.Integer(fill))
+    dtype = dtype or (np.dtype(bool) if value.boolean else FLOAT64)
+    if dtype.kind == "b":                           # a mask: True / False elements
+        return _converted(ArrayExpr(shape, lambda index: value.at(()), value.boolean), dtype)
+    if fill is None:
+        return ArrayExpr(shape, lambda index: number(value.at(())), dtype=dtype)
+    return constant(sp.Integer(fill), shape, empty=empty, dtype=dtype)
 
 
 def _check_sizes(b, node, shape):
@@ -377,11 +387,8 @@ def _check_sizes(b, node, shape):
 def _filled_like(fill, empty=False):
     def handler(b, node, args):
         a = b.expr(_required(b, node, args, "a"))
-        dtype = _check_dtype(b, args, value_dtype(b, a))
-        if fill is None:
-            value = _scalar(b, _required(b, node, args, "fill_value"))
-            return ArrayExpr(a.shape, lambda index: number(value.at(())), dtype=dtype)
-        return constant(sp.Integer(fill), a.shape, empty=empty, dtype=dtype)
+        dtype = _check_dtype(b, args, np.dtype(bool) if a.boolean else value_dtype(b, a))
+        return _fill(b, node, args, fill, a.shape, empty, dtype)
     return handler
 
 
@@ -405,6 +412,8 @@ def _eye(b, node, args):
         b.ex.index(m, "an array size")
     k = b.ex.index(args["k"], "a diagonal offset") if "k" in args else sp.Integer(0)
     _check_sizes(b, node, (n, m))
+    if dtype.kind == "b":
+        return ArrayExpr((n, m), lambda index: sp.Eq(index[1] - index[0], k), True)
     return ArrayExpr((n, m), lambda index: fp.select(sp.Integer(1),
                                                      sp.Eq(index[1] - index[0], k),
                                                      sp.Integer(0)), dtype=dtype)
@@ -757,10 +766,10 @@ def _parts(b, node, seq):
     if any(isinstance(e, ast.Starred) for e in seq.elts):
         raise b.src.error(node, f"`{ast.unparse(node)}`: starred arrays cannot be joined; "
                                 "list them")
-    return [_literal(b, node, e) for e in seq.elts]
+    return [literal(b, node, e) for e in seq.elts]
 
 
-def _literal(b, node, item):
+def literal(b, node, item):
     """A nested list or tuple of numbers and arrays (``np.array([[a, b], [c, d]])``)
     stacked along a new first axis; anything else its value."""
     if isinstance(item, (ast.Tuple, ast.List)):
@@ -872,7 +881,7 @@ def _array(copy):
         a = _required(b, node, args, "object" if copy else "a")
         dtype = _check_dtype(b, args, None)
         if isinstance(a, (ast.Tuple, ast.List)):
-            return _converted(_literal(b, node, a), dtype)
+            return _converted(literal(b, node, a), dtype)
         value = b.expr(a)
         if dtype is not None and dtype != value_dtype(b, value):
             return _converted(without_view(value), dtype)

@@ -18,7 +18,7 @@ import sympy as sp
 
 from ..sdfg import Container
 from ..sdfg import arithmetic as fp
-from .expressions import DataValue
+from .expressions import DataValue, number_of
 from .functions import floordiv, python_mod
 
 AXES = tuple(sp.Symbol(f"__a{k}", integer=True) for k in range(32))
@@ -79,9 +79,7 @@ class ViewValue(DataValue):
 
 def number(value):
     """Masks become 1 / 0 where they are used as numbers."""
-    if is_condition(value):
-        return fp.select(ONE, value, sp.Integer(0))
-    return value
+    return number_of(value) if is_condition(value) else value
 
 
 def truth(value):

@@ -23,6 +23,7 @@ from .expressions import RESULT, DataValue, IntValue
 from .masks import unmasked
 
 FLOAT64 = np.dtype(np.float64)
+BOOL = np.dtype(np.bool_)
 
 
 # ---- building blocks ----------------------------------------------------------------------
@@ -64,6 +65,12 @@ def temporary(b, node, shape, prefix, name=None, dtype=None):
     if dtype is not None:
         b.kernel.typed.add(name)
     return c
+
+
+def stored_dtype(value):
+    """The dtype of a temporary holding ``value``: a mask's is bool (stored as uint8, as
+    NumPy's), another's the one the code names (None: decided by ``frontend/dtypes.py``)."""
+    return BOOL if value.boolean else value.dtype
 
 
 def store(b, target, new, line):
@@ -136,7 +143,16 @@ def assign_subscript(b, stmt, target, value, op):
     if dest.view is None:
         raise b.src.error(target, f"cannot assign to `{ast.unparse(target)}`: it is a "
                                   "computed value, not memory")
-    return _assign_view(b, stmt, dest, b.expr(value), op, line)
+    return _assign_view(b, stmt, dest, stored_value(b, value), op, line)
+
+
+def stored_value(b, value):
+    """The value stored into elements: a tuple or list of numbers and arrays as NumPy
+    converts it (``force[0] = 0, 0``: ``np.array((0, 0))``)."""
+    if isinstance(value, (ast.Tuple, ast.List)):
+        from .array_calls import literal
+        return literal(b, value, value)
+    return b.expr(value)
 
 
 def _assign_view(b, stmt, dest, value, op, line):
@@ -260,7 +276,7 @@ def _bind(b, stmt, target, v, op, binding):
                                      tuple(getattr(b.kernel, "loops", ())))
         binds.bind(name)
         return b.ex.prelude             # e.g. the product a view of its result names
-    c = temporary(b, stmt.value, v.shape, None, fresh, v.dtype)
+    c = temporary(b, stmt.value, v.shape, None, fresh, stored_dtype(v))
     b.ex.scope[name] = (MaskValue if v.boolean else DataValue)(c)
     binds.bind(name, c.name)
     if v.empty:

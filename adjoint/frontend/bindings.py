@@ -189,13 +189,14 @@ class Bindings:
     def _copy(self, kernel, name, base, line, into=None):
         """(regions, container): the values ``name`` means now, stored into ``into`` or
         a new container named after ``base``; the regions count as a binding store."""
-        from .array_stores import store, temporary
+        from .array_stores import store, stored_dtype, temporary
         from .arrays import ArrayBuilder, ExpressionBuilder
         b = ArrayBuilder(ExpressionBuilder(kernel, kernel.scope))
         node = ast.Name(name, ast.Load(), lineno=line - kernel.src.first_line + 1,
                         col_offset=0)
         v = b.expr(node)
-        c = into or temporary(b, node, v.shape, None, self.fresh(kernel.containers, base))
+        c = into or temporary(b, node, v.shape, None, self.fresh(kernel.containers, base),
+                                 stored_dtype(v))
         out = b.ex.prelude + store(b, b.container(c, v.boolean),
                                    lambda p, old: number(v.at(p)), line)
         self.stores.update(id(r) for r in out)

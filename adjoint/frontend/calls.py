@@ -41,7 +41,7 @@ from ..sdfg.nodes import library_nodes, tasklets
 from ..types import ArrayType
 from .array_shapes import ArrayExpr, MaskValue, View, ViewValue, fmt_shape, number, \
     without_view
-from .array_stores import store, tasklet_body, temporary
+from .array_stores import store, stored_dtype, stored_value, tasklet_body, temporary
 from .arrays import ArrayBuilder
 from .expressions import DataValue, ExpressionBuilder, IntValue
 from .locals import classify_locals, is_integer_expression
@@ -210,10 +210,11 @@ def call_index(ex, node, what):
     return result.value
 
 
-def returns_integer(kernel, call, k):
+def returns_integer(kernel, call, k, int_params=False):
     """Whether the function ``call`` calls returns an integer expression (element ``k`` of
     its returned tuple; None: its one value), as far as its source tells without the
-    call's arguments: what classify_locals asks of ``n, m = f(...)``."""
+    call's arguments (``int_params``: given integers for all of them): what
+    classify_locals asks of ``n, m = f(...)``."""
     func = kernel.src.globals.get(call.func.id) if isinstance(call.func, ast.Name) else None
     func = func.__wrapped__ if hasattr(func, "py_func") else func
     if not _plain_function(func):
@@ -234,8 +235,9 @@ def returns_integer(kernel, call, k):
     depth[0] += 1
     try:
         asks = lambda c, j: returns_integer(kernel, c, j)       # noqa: E731
-        outer = integer_names(src)
-        ints, _ = classify_locals(tree, outer, {a.arg for a in tree.args.args}, asks)
+        params = {a.arg for a in tree.args.args}
+        outer = integer_names(src) | (params if int_params else set())
+        ints, _ = classify_locals(tree, outer, params, asks)
         return is_integer_expression(value, ints | outer, asks)
     finally:
         depth[0] -= 1
@@ -253,6 +255,14 @@ class CallLowering:
 
     def callee_of(self, node):
         return callee_of(self, node)
+
+    def returns_integer(self, call):
+        """Whether ``call`` returns an integer expression given integer arguments."""
+        return isinstance(call.func, ast.Name) and returns_integer(self, call, None, True)
+
+    def forget_call(self, call):
+        """Drop what inlining ``call`` recorded (a trial that did not give an integer)."""
+        self.__dict__.get("_inlined", {}).pop(id(call), None)
 
     def call_value(self, ex, node):
         return call_value(ex, node)
@@ -384,7 +394,7 @@ def store_value(kernel, stmt, node, name, keep_views):
     A number goes to a float64 scalar, an array to a float64 temporary of its shape; with
     ``keep_views`` an array that is memory (``A``, ``A[1:]``) is returned as that view."""
     b = ArrayBuilder(ExpressionBuilder(kernel, kernel.scope))
-    return _store(b, stmt, node, b.expr(node), name, keep_views)
+    return _store(b, stmt, node, stored_value(b, node), name, keep_views)
 
 
 def _store(b, stmt, node, v, name, keep_views):
@@ -397,7 +407,7 @@ def _store(b, stmt, node, v, name, keep_views):
         return b.ex.prelude + [state], Returned("scalar", c)
     if keep_views and v.view is not None:
         return b.ex.prelude, Returned("view", view=v.view, shape=v.shape, boolean=v.boolean)
-    c = temporary(b, node, v.shape, None, name)
+    c = temporary(b, node, v.shape, None, name, stored_dtype(v))
     regions = [] if v.empty else \
         store(b, b.container(c, v.boolean), lambda p, old: number(v.at(p)), line)
     return b.ex.prelude + regions, Returned("array", c, shape=v.shape, boolean=v.boolean)
@@ -631,7 +641,7 @@ class _Inliner:
                 raise self.caller.error(arg, f"{what}: pass integer arrays whole "
                                              f"(`{ast.unparse(arg)}` is a part of one)")
             return ViewValue(local, v.view, v.shape, v.boolean, tuple(self.kernel.loops))
-        c = temporary(b, arg, v.shape, None, local)
+        c = temporary(b, arg, v.shape, None, local, stored_dtype(v))
         regions = store(b, b.container(c, v.boolean), lambda p, old: number(v.at(p)), self.line)
         b.ex.prelude.extend(regions)
         return (MaskValue if v.boolean else DataValue)(c)

@@ -21,6 +21,11 @@ COMPARE = {ast.Lt: fp.relation(sp.Lt), ast.LtE: fp.relation(sp.Le),
 RESULT = "__return"         # the container of what a kernel returns (or __return0, ...)
 
 
+def number_of(cond):
+    """A condition as the number NumPy's bool is in arithmetic: 1 or 0."""
+    return fp.select(sp.Integer(1), cond, sp.Integer(0))
+
+
 class IntValue:
     """Binding of a name to an integer expression (size, int argument, loop variable)."""
     def __init__(self, expr):
@@ -48,6 +53,7 @@ class DataValue:
         self.container = container
 
 
+LOGICAL = {ast.BitAnd: sp.And, ast.BitOr: sp.Or, ast.BitXor: sp.Xor}     # on bools
 BITS = {ast.BitAnd: fp.bit_and, ast.BitOr: fp.bit_or, ast.BitXor: fp.bit_xor,
         ast.LShift: fp.shift_left, ast.RShift: fp.shift_right}      # on integers
 
@@ -111,7 +117,30 @@ class ExpressionBuilder:
             return fp.logical(sp.Not)(self.condition(node.operand))
         if isinstance(node, ast.Constant) and isinstance(node.value, bool):
             return sp.true if node.value else sp.false
+        if self.is_logical(node) and isinstance(node, ast.BinOp):     # (a < b) & m[i]
+            return fp.logical(LOGICAL[type(node.op)])(self.condition(node.left),
+                                                      self.condition(node.right))
+        if self.is_logical(node) and isinstance(node, ast.UnaryOp):   # ~m[i]
+            return fp.logical(sp.Not)(self.condition(node.operand))
         return fp.nonzero(self.value(node))
+
+    def is_logical(self, node):
+        """Whether ``node`` is a Python or NumPy bool as its syntax and containers show:
+        a comparison, ``not``, True/False, an element of a bool array, and ``&``, ``|``,
+        ``^``, ``~`` of those (logical there, bitwise on integers)."""
+        if isinstance(node, ast.Compare) or isinstance(node, ast.UnaryOp) and \
+                isinstance(node.op, ast.Not):
+            return True
+        if isinstance(node, ast.Constant):
+            return isinstance(node.value, bool)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Invert):
+            return self.is_logical(node.operand)
+        if isinstance(node, ast.BinOp) and type(node.op) in LOGICAL:
+            return self.is_logical(node.left) and self.is_logical(node.right)
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
+            binding = self.scope.get(node.value.id)
+            return isinstance(binding, DataValue) and binding.container.dtype.kind == "b"
+        return False
 
     def memlet_for(self, target: ast.Subscript):
         """The element a subscript names: (container, subset)."""
@@ -309,12 +338,15 @@ class ExpressionBuilder:
         if isinstance(node.op, ast.UAdd):
             return v
         if isinstance(node.op, ast.Invert):
-            return fp.bits(fp.bit_not, v)
+            return number_of(self.condition(node)) if self.is_logical(node) else \
+                fp.bits(fp.bit_not, v)
         raise self.src.error(node, f"operator `{ast.unparse(node)}` is not supported on numbers")
 
     def _value_BinOp(self, node, elementwise):
         if isinstance(node.op, ast.MatMult):            # vector @ vector: a number
             return self.kernel.scalar_value(self, node)
+        if self.is_logical(node):                      # m[i] & (x[i] > 0) as a number
+            return number_of(self.condition(node))
         a, b = self._value(node.left, elementwise), self._value(node.right, elementwise)
         op = type(node.op)
         if op in ARITHMETIC:

@@ -19,7 +19,8 @@ from .calls import (CallLowering, assign_results, call_statement, callee_of, loc
                     lower_return, plain_function_hint, returns_integer, store_value,
                     unpack_call)
 from ..sdfg import arithmetic as fp
-from .expressions import BITS, RESULT, DataValue, ExpressionBuilder, IntValue
+from .expressions import (BITS, LOGICAL, RESULT, DataValue, ExpressionBuilder, IntValue,
+                          number_of)
 from . import dtypes
 from .locals import classify_locals
 from .masks import inline_selection
@@ -154,16 +155,12 @@ class KernelBuilder(LoopLowering, CallLowering, ArrayLowering):
                                         self.src.filename, line, 1)
 
     def _check_integer_writes(self, body):
-        """Boolean arrays (masks) are read-only; integer arrays the kernel writes may not
-        provide indices, whose bounds are checked from the values on entry."""
+        """Integer arrays the kernel writes may not provide indices, whose bounds are
+        checked from the values on entry."""
         written = set()
         for t, _, _ in tasklets(body):
             for m, _ in t.outputs:
-                kind = self.containers[m.data].dtype.kind
-                if kind == "b":
-                    raise KernelSyntaxError(f"boolean array {m.data!r} is written; masks are "
-                                            "read-only in kernels", self.src.filename, t.line, 1)
-                if kind in "iu":
+                if self.containers[m.data].dtype.kind in "iu":
                     written.add(m.data)
         for expr, line in _index_expressions(body) if written else ():
             loaded = {name for name, _ in index_loads(expr)} & written
@@ -335,6 +332,9 @@ class KernelBuilder(LoopLowering, CallLowering, ArrayLowering):
                     self._check_static_change(stmt, t.id)
                     del self.scope[t.id]
             return False
+        if isinstance(value, (tuple, list)) and all(isinstance(t, ast.Subscript)
+                                                    for t in targets):
+            return False            # A[0] = 0, 0: numbers stored into elements
         for t in targets:
             if not isinstance(t, ast.Name):
                 raise self.src.error(stmt, f"`{_first_line(stmt)}`: {statics.kind(value)} "
@@ -352,20 +352,27 @@ class KernelBuilder(LoopLowering, CallLowering, ArrayLowering):
 
     def _stmt_Assert(self, stmt):
         """``assert`` on sizes and integers: checked once per call (a BoundsError with the
-        message); on data it is refused (the kernel cannot raise mid-run)."""
+        message); on data or loop variables where Python checks it, in the generated
+        code (``library/assertion.py``: AssertionFailed)."""
         ex = ExpressionBuilder(self, self.scope)
         cond = ex.condition(stmt.test)
-        if ex.reads or not cond.free_symbols <= set(self.symbols):
-            raise self.src.error(stmt, f"`{_first_line(stmt)}`: an assert on data or loop "
-                                       "variables cannot be checked before the kernel runs; "
-                                       "check it in the caller")
         if cond is sp.false:
             raise self.src.error(stmt, f"`{_first_line(stmt)}` always fails")
-        if cond is not sp.true:
-            why = ast.literal_eval(stmt.msg) if isinstance(stmt.msg, ast.Constant) else None
-            ArrayBuilder(ex).assume(stmt, cond, f"assert failed: `{ast.unparse(stmt.test)}`"
-                                    + (f": {why}" if why else ""))
-        return []
+        if cond is sp.true:
+            return []
+        if not isinstance(stmt.msg, (ast.Constant, type(None))):
+            raise self.src.error(stmt.msg, f"`{_first_line(stmt)}`: an assert's message is a "
+                                           "string constant in kernels")
+        why = f"assert failed: `{ast.unparse(stmt.test)}`" + \
+            (f": {stmt.msg.value}" if stmt.msg is not None else "")
+        if not ex.reads and cond.free_symbols <= set(self.symbols):
+            ArrayBuilder(ex).assume(stmt, cond, why)
+            return []
+        from ..library.assertion import Assertion
+        line = stmt.lineno + self.src.first_line - 1
+        flag = self.new_transient("__assert")
+        return ex.prelude + [_flag_state(ex, cond, flag, line),
+                             State((Assertion(flag.name, why, line),), f"assert_{line}")]
 
     def _stmt_Expr(self, stmt):
         if isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str):
@@ -522,9 +529,12 @@ class KernelBuilder(LoopLowering, CallLowering, ArrayLowering):
             subset = ()
         else:
             raise self.src.error(target, f"cannot assign to `{ast.unparse(target)}`")
-        rhs = ex.value(value)
-        if op is not None:
-            rhs = op(ex._read(container.name, subset), rhs)
+        if container.dtype.kind == "b":
+            rhs = number_of(self._logical_value(stmt, ex, container, subset, value, op))
+        else:
+            rhs = ex.value(value)
+            if op is not None:
+                rhs = op(ex._read(container.name, subset), rhs)
         if isinstance(target, ast.Name) and target.id not in self.scope:
             self.scope[target.id] = DataValue(container)
             self.binds.bind(target.id, container.name)
@@ -533,6 +543,18 @@ class KernelBuilder(LoopLowering, CallLowering, ArrayLowering):
         state = State((Tasklet(inputs, ((out, rhs),), stmt.lineno + self.src.first_line - 1),),
                       f"line_{stmt.lineno + self.src.first_line - 1}")
         return ex.prelude + [state]
+
+    def _logical_value(self, stmt, ex, container, subset, value, op):
+        """The condition an element of a bool array is set to: ``m[i] = x[i] > 0``, and
+        ``m[i] &= ...``, ``|=``, ``^=`` (logical on bools, as NumPy's)."""
+        new = ex.condition(value)
+        if op is None:
+            return new
+        logical = LOGICAL.get(type(stmt.op))
+        if logical is None:
+            raise self.src.error(stmt, f"`{_first_line(stmt)}`: `{ast.unparse(stmt.target.value)}` is a bool "
+                                       "array; update it with &=, |= or ^=")
+        return fp.logical(logical)(sp.Ne(ex._read(container.name, subset), 0), new)
 
     def _scalar_target(self, target):
         binding = self.scope.get(target.id)

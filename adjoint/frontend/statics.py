@@ -55,23 +55,26 @@ def evaluate(ex, node):
 
 def _integer(ex, node):
     """An integer expression of sizes, int arguments and loop variables, else NotStatic.
-    Calls to the program's functions are not tried (lowering one inlines it), and an
-    integer read from an array is data, not known when compiling."""
+    Calls to the program's functions are tried only where their source returns an integer
+    expression (``wrap(p, o, w)``; lowering another inlines it), and an integer read from
+    an array is data, not known when compiling."""
+    calls = [n for n in ast.walk(node) if isinstance(n, ast.Call) and
+             ex.kernel.callee_of(n) is not None]
     if not isinstance(node, (ast.Name, ast.Constant, ast.BinOp, ast.UnaryOp, ast.Subscript,
-                             ast.Call)) or \
-            any(isinstance(n, ast.Call) and ex.kernel.callee_of(n) is not None
-                for n in ast.walk(node)):
+                             ast.Call)) or not all(ex.kernel.returns_integer(n) for n in calls):
         raise NotStatic
     reads, prelude = dict(ex.reads), list(ex.prelude)
     try:
-        value = ex.index(node)
+        value = ex.index(node)      # a call as an index writes nothing (calls.call_index)
     except KernelSyntaxError:
         value = None
-    if value is None or ex.reads != reads or len(ex.prelude) != len(prelude) or \
-            index_loads(value):
+    if value is None or ex.reads != reads or len(ex.prelude) != len(prelude) and not calls \
+            or index_loads(value):
         ex.reads.clear()                # what the attempt read is not the statement's
         ex.reads.update(reads)
         ex.prelude[:] = prelude
+        for n in calls:                 # nor the calls it inlined
+            ex.kernel.forget_call(n)
         raise NotStatic
     return value
 
@@ -205,7 +208,12 @@ def _binop(ex, node):
     return _integer(ex, ast.copy_location(at, node))    # Python's // and % of integers
 
 
-_EVALUATE = {ast.Constant: _constant, ast.Name: _name, ast.Tuple: _sequence,
+def _generated(ex, node):
+    """``(e for v in seq)``, ``[e for ...]`` over a known sequence: its elements' values."""
+    return tuple(evaluate(ex, e) for e in expanded(ex, node))
+
+
+_EVALUATE = {ast.GeneratorExp: _generated, ast.ListComp: _generated, ast.Constant: _constant, ast.Name: _name, ast.Tuple: _sequence,
              ast.List: _sequence, ast.Attribute: _attribute, ast.Subscript: _subscript,
              ast.BoolOp: _boolop, ast.Call: _call, ast.BinOp: _binop}
 
@@ -295,30 +303,60 @@ def expanded(ex, node):
     if not isinstance(node, (ast.GeneratorExp, ast.ListComp)) or len(node.generators) != 1:
         return None
     gen = node.generators[0]
-    if gen.ifs or gen.is_async or not isinstance(gen.target, ast.Name):
+    names = _target_names(gen.target)
+    if gen.ifs or gen.is_async or names is None:
         raise ex.src.error(node, f"`{ast.unparse(node)}`: a generator the kernel writes out "
-                                 "has one `for name in ...` and no `if`")
-    if isinstance(gen.iter, (ast.Tuple, ast.List)) and \
-            not any(isinstance(e, ast.Starred) for e in gen.iter.elts):
-        items = list(gen.iter.elts)
+                                 "has one `for name in ...` (or `for a, b in zip(...)`) and "
+                                 "no `if`")
+    if _is_zip(ex, gen.iter) and isinstance(gen.target, ast.Tuple):    # zip(xs, ys, ...)
+        columns = [_items(ex, node, a) for a in gen.iter.args]
+        if len(names) != len(columns):
+            raise ex.src.error(node, f"`{ast.unparse(node)}` unpacks {len(columns)} "
+                                     f"sequences into {len(names)} names")
+        rows = [dict(zip(names, row)) for row in zip(*columns)]
+    elif isinstance(gen.target, ast.Name):
+        rows = [{names[0]: item} for item in _items(ex, node, gen.iter)]
     else:
-        try:
-            seq = evaluate(ex, gen.iter)
-        except NotStatic:
-            seq = None
-        if not isinstance(seq, (tuple, list)):
-            raise ex.src.error(node, f"`{ast.unparse(node)}`: a generator runs over a tuple, "
-                                     "a list or a range known when compiling")
-        items = [written(ex.kernel, ex.scope, v, gen.iter) for v in seq]
-    return [_replaced(node.elt, gen.target.id, item) for item in items]
+        raise ex.src.error(node, f"`{ast.unparse(node)}`: a generator unpacks only the "
+                                 "rows of `zip(...)`")
+    return [_replaced(node.elt, row) for row in rows]
 
 
-def _replaced(tree, name, item):
-    """``tree`` with the name ``name`` read in it replaced by ``item``."""
+def _target_names(target):
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, ast.Tuple) and all(isinstance(e, ast.Name) for e in target.elts):
+        return [e.id for e in target.elts]
+    return None
+
+
+def _is_zip(ex, node):
+    return isinstance(node, ast.Call) and ex._builtin_name(node.func) == "zip" and \
+        not node.keywords
+
+
+def _items(ex, node, seq_node):
+    """The item expressions of a tuple or list written out, or of a sequence known when
+    compiling (``range(-1, 3)``, a name bound to a tuple)."""
+    if isinstance(seq_node, (ast.Tuple, ast.List)) and \
+            not any(isinstance(e, ast.Starred) for e in seq_node.elts):
+        return list(seq_node.elts)
+    try:
+        seq = evaluate(ex, seq_node)
+    except NotStatic:
+        seq = None
+    if not isinstance(seq, (tuple, list)):
+        raise ex.src.error(node, f"`{ast.unparse(node)}`: a generator runs over a tuple, "
+                                 "a list or a range known when compiling")
+    return [written(ex.kernel, ex.scope, v, seq_node) for v in seq]
+
+
+def _replaced(tree, items):
+    """``tree`` with each name of ``items`` read in it replaced by its item."""
     class Replace(ast.NodeTransformer):
         def visit_Name(self, n):
-            if n.id == name and isinstance(n.ctx, ast.Load):
-                return ast.copy_location(copy.deepcopy(item), n)
+            if n.id in items and isinstance(n.ctx, ast.Load):
+                return ast.copy_location(copy.deepcopy(items[n.id]), n)
             return n
     return ast.fix_missing_locations(Replace().visit(copy.deepcopy(tree)))
 

@@ -13,6 +13,7 @@ its hook ``(builder, call node, {parameter: AST node}, element) -> ArrayExpr`` f
 frontend, so they register into it rather than the frontend importing them.
 """
 from . import cholesky, solve, tridiagonal
+from .assertion import Assertion
 from .cholesky import Cholesky
 from .matmul import MatMul
 from .solve import Solve
@@ -30,4 +31,4 @@ SCIPY.update({
     "scipy.linalg.lapack.dgtsv": (tridiagonal.call, tridiagonal.PARAMETERS),
 })
 
-__all__ = ["Cholesky", "MatMul", "NUMPY_LINALG", "SCIPY", "Solve", "Tridiagonal", "Trsm"]
+__all__ = ["Assertion", "Cholesky", "MatMul", "NUMPY_LINALG", "SCIPY", "Solve", "Tridiagonal", "Trsm"]

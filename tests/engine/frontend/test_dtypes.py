@@ -121,14 +121,13 @@ I64 = np.ones(3, dtype=np.int64)
 
 
 @pytest.mark.parametrize("k, args", [(int_keyword, (U,)), (int_builtin, (U,)),
-                                     (int_like, (U, I64))],
+                                     (int_like, (U, I64)), (eye_int, (U,))],
                          ids=lambda v: getattr(v, "__name__", ""))
 def test_integer_temporaries(k, args):
     assert k(*args) == k.py_func(*args)
 
 
 @pytest.mark.parametrize("k, args, message", [
-    (eye_int, (U,), "bool temporaries are not supported .boolean"),
     (unknown_dtype, (U,), "complex128 temporaries are not supported yet"),
 ], ids=lambda v: getattr(v, "__name__", ""))
 def test_other_dtypes_rejected(k, args, message):
@@ -155,9 +154,5 @@ def test_dtype_of_an_expression():
     assert expression_like(U, I64) == expression_like.py_func(U, I64)
 
 
-@pytest.mark.parametrize("k, args, message", [
-    (mask_like, (U,), "bool temporaries are not supported .boolean"),
-], ids=lambda v: getattr(v, "__name__", ""))
-def test_dtype_of_masks_and_expressions_not_taken_for_float64(k, args, message):
-    with pytest.raises(KernelSyntaxError, match=message):
-        k(*args)
+def test_dtype_of_a_mask_is_bool():
+    assert mask_like(U) == mask_like.py_func(U)

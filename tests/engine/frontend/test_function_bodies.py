@@ -8,7 +8,7 @@ import functools
 import numpy as np
 import pytest
 
-from adjoint import BoundsError, KernelSyntaxError, kernel, vjp
+from adjoint import AssertionFailed, BoundsError, KernelSyntaxError, kernel, vjp
 from kernel_testing import check_vjp_and_jvp, copy_args, fd_atol, fd_directional, inner, rng_for
 
 
@@ -188,15 +188,46 @@ def checked_data(x):
     return x[0]
 
 
-def test_asserts_on_sizes_are_checked_per_call_and_on_data_refused():
+def test_asserts_on_sizes_are_checked_per_call():
     k = kernel(checked_sizes)
     assert k(np.arange(4.0), 2) == 4.0
     with pytest.raises(BoundsError, match="assert failed: `x.shape\\[0\\] > k`: x must be"):
         k(np.arange(4.0), 4)
-    with pytest.raises(KernelSyntaxError, match="an assert on data") as info:
-        kernel(checked_data)(np.ones(2))
-    line = checked_data.__code__.co_firstlineno + 1
-    assert f"test_function_bodies.py:{line}:" in str(info.value)
+
+
+def string_of_springs(pos, force):
+    """An assert on data in a loop (pythran's wave.py checks a spring's length so)."""
+    for i in range(1, pos.shape[0]):
+        dx = pos[i] - pos[i - 1]
+        assert dx != 0, "two mass points coincide"
+        assert i < pos.shape[0]                      # a loop variable: checked too
+        force[i] = -2.5 * dx + 1.0 / dx
+    return np.sum(force * pos)
+
+
+def test_an_assert_on_data_is_checked_where_python_checks_it():
+    rng = rng_for("springs")
+    pos = np.cumsum(rng.random(9) + 0.5)
+    args = (pos, np.zeros(9))
+    got, want = copy_args(args), copy_args(args)
+    assert kernel(string_of_springs)(*got) == string_of_springs(*want)
+    np.testing.assert_array_equal(got[1], want[1])
+    check_vjp_and_jvp(kernel(string_of_springs), string_of_springs, args, rng)
+    assert kernel(checked_data)(np.ones(2)) == 1.0
+
+
+def test_a_failed_assert_raises_assertion_error_naming_line_and_message():
+    pos = np.array([0.0, 1.0, 3.0, 3.0, 5.0])
+    line = string_of_springs.__code__.co_firstlineno + 4
+    for run in (lambda p, f: kernel(string_of_springs)(p, f),
+                lambda p, f: vjp(kernel(string_of_springs), p, f)):
+        with pytest.raises(AssertionFailed, match=f"test_function_bodies.py:{line}: assert "
+                                                  "failed: `dx != 0`: two mass points"):
+            run(pos, np.zeros(5))
+    with pytest.raises(AssertionError):                  # Python's type, as Python raises
+        kernel(checked_data)(-np.ones(2))
+    assert kernel(string_of_springs)(pos[:3], np.zeros(3)) == \
+        string_of_springs(pos[:3], np.zeros(3))          # and the next call runs
 
 
 def iterations(A, x, y):
