@@ -759,7 +759,10 @@ def _fill_scan(b, node, a, axis, combine):
 
 # ---- joins: concatenate, stack, np.array([...]) -------------------------------------------
 def _parts(b, node, seq):
-    """The ArrayExprs of a sequence written in the call (``(a, b)``, ``[a, b]``)."""
+    """The ArrayExprs of a sequence written in the call (``(a, b)``, ``[a, b]``) or of
+    the tuple a function returns (``np.stack(f(x))``)."""
+    if isinstance(seq, ast.Call) and b.kernel.callee_of(seq) is not None:
+        return b.kernel.call_parts(b, seq)
     if not isinstance(seq, (ast.Tuple, ast.List)) or not seq.elts:
         raise b.src.error(node, f"`{ast.unparse(node)}`: write the arrays to join as a tuple "
                                 "or list in the call (`(a, b)`)")
@@ -773,7 +776,7 @@ def literal(b, node, item):
     """A nested list or tuple of numbers and arrays (``np.array([[a, b], [c, d]])``)
     stacked along a new first axis; anything else its value."""
     if isinstance(item, (ast.Tuple, ast.List)):
-        return _stacked(b, node, _parts(b, node, item), 0)
+        return stacked(b, node, _parts(b, node, item), 0)
     return b.expr(item)
 
 
@@ -816,7 +819,7 @@ def _fill_join(b, node, parts, axis, shape):
     return out.view.container
 
 
-def _stacked(b, node, parts, axis):
+def stacked(b, node, parts, axis):
     """``np.stack``: the parts (of one shape) along a new axis."""
     rank = parts[0].rank + 1
     if not -rank <= axis < rank:
@@ -851,7 +854,7 @@ def _concatenated(b, node, args):
 def _stack(b, node, args):
     parts = _parts(b, node, _required(b, node, args, "arrays"))
     axis = _constant_int(b, args["axis"]) if "axis" in args else 0
-    return _converted(_stacked(b, node, parts, axis), _check_dtype(b, args, None))
+    return _converted(stacked(b, node, parts, axis), _check_dtype(b, args, None))
 
 
 def _hstack(b, node, args):

@@ -244,8 +244,22 @@ def returns_integer(kernel, call, k, int_params=False):
 
 
 def call_expr(b, node) -> ArrayExpr:
-    """The value of a call to a kernel inside an array expression."""
-    return single_result(b.ex, node).expr(b)
+    """The value of a call to a kernel inside an array expression; a tuple it returns is
+    an array as NumPy makes one of it (``np.asarray(f(x))``: its values stacked)."""
+    parts = call_parts(b, node)
+    if len(parts) == 1:
+        return parts[0]
+    from .array_calls import stacked
+    return stacked(b, node, parts, 0)
+
+
+def call_parts(b, node):
+    """The values a call returns (``np.stack(f(x))``), as ArrayExprs."""
+    results = inline(b.ex, node)
+    if results is None:
+        raise b.src.error(node, f"`{_short(node)}` returns nothing, so it has no value; "
+                                "call it as a statement of its own")
+    return [r.expr(b) for r in results]
 
 
 class CallLowering:
@@ -272,6 +286,9 @@ class CallLowering:
 
     def call_expr(self, b, node):
         return call_expr(b, node)
+
+    def call_parts(self, b, node):
+        return call_parts(b, node)
 
     def plain_function_hint(self, node):
         return plain_function_hint(self, node)

@@ -4,6 +4,7 @@ Forward results against the kernels run as plain Python (callees run as Python t
 gradients against central differences, and KernelSyntaxError / BoundsError naming the
 call's line for calls that do not fit the callee.
 """
+import functools
 import inspect
 import os
 import re
@@ -690,3 +691,31 @@ def _two_stars(x, y):
 def test_two_starred_arguments_are_refused_naming_the_line():
     with pytest.raises(KernelSyntaxError, match=r"test_calls.py:\d+:\d+: `_affine\(\*x, \*y\)`"):
         kernel(_two_stars)(np.ones(2), np.ones(1))
+
+
+def _turn(x, y):
+    return 1.0 + 0.9 * (x * np.cos(0.4) - y), 0.9 * (x + y * np.sin(0.4))
+
+
+def _transposed(func):
+    @functools.wraps(func)
+    def wrapper(x, *args):
+        return np.asarray(func(x.T, *args)).T       # DAPPER's ens_compatible
+    return wrapper
+
+
+@_transposed
+def _map_step(x, scale):
+    return _turn(x[0] * scale, x[1])
+
+
+def _stacked_values(x):
+    return np.stack(_turn(x[0], x[1])) + np.array(_turn(x[1], x[0]))
+
+
+@pytest.mark.parametrize("f", [_map_step, _stacked_values], ids=["decorated", "stacked"])
+def test_a_returned_tuple_used_as_an_array(f):
+    rng = rng_for(f.__name__)
+    args = (rng.standard_normal(2), 1.5) if f is _map_step else (rng.standard_normal((2, 3)),)
+    np.testing.assert_allclose(kernel(f)(*copy_args(args)), f(*copy_args(args)), rtol=1e-15)
+    check_vjp_and_jvp(kernel(f), f, args, rng)
