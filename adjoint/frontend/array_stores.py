@@ -150,8 +150,7 @@ def stored_value(b, value):
     """The value stored into elements: a tuple or list of numbers and arrays as NumPy
     converts it (``force[0] = 0, 0``: ``np.array((0, 0))``)."""
     if isinstance(value, (ast.Tuple, ast.List)):
-        from .array_calls import literal
-        return literal(b, value, value)
+        return b.sequence(value)
     return b.expr(value)
 
 

@@ -190,6 +190,11 @@ class ArrayBuilder:
         method = getattr(self, "_expr_" + type(node).__name__, None)
         return self.scalar(node) if method is None else method(node)
 
+    def sequence(self, node):
+        """A tuple or list of numbers and arrays as the array NumPy makes of it."""
+        from .array_calls import literal
+        return literal(self, node, node)
+
     def scalar(self, node):
         """Anything else is a scalar expression for the scalar builder (read lazily)."""
         return ArrayExpr((), lambda index: self.ex.value(node))

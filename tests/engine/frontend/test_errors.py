@@ -74,13 +74,6 @@ def bad_unknown_numpy_function(A: float64[N], T: int) -> float:
     return s
 
 
-def bad_assert(A: float64[N], T: int) -> float:
-    for i in range(N):
-        A[i] = 0.5 * A[i]
-    assert A[0] > T  # ERR
-    return np.sum(A * A)
-
-
 def bad_attribute(A: float64[N], T: int) -> float:
     for i in range(N):
         A[i] = A[i] * A.strides[0]  # ERR
@@ -120,7 +113,7 @@ def bad_step_from_data(A: float64[N], T: int) -> float:
 
 
 BAD_KERNELS = [bad_slice, bad_try, bad_while_else, bad_print, bad_list_comprehension,
-               bad_unknown_function, bad_unknown_numpy_function, bad_assert, bad_attribute,
+               bad_unknown_function, bad_unknown_numpy_function, bad_attribute,
                bad_string, bad_continuation_line, bad_unannotated_slice, bad_step_from_data]
 
 
