@@ -18,7 +18,7 @@ from .codegen.c import FAILED
 from .errors import AdjointError, ArgumentError, AssertionFailed, BoundsError, LinAlgError
 from .options import CUDA_SETTINGS, options, set_options, target
 from .sweep import Sweep
-from .frontend import RESULT, read_source, type_of_value
+from .frontend import RESULT, call_sizes, holds, read_source, type_of_value
 from .frontend.outside import HIDDEN, function_value, is_constant, outside_reads, value_key
 from .frontend.source import KernelFunction, check_parameters, decorated_source, \
     function_tree, with_defaults
@@ -111,7 +111,11 @@ class Kernel(KernelFunction):
             tuple((n, "=", type(v).__name__, repr(v)) for n, v in defaults.items()) + \
             tuple((n, "function", v) for n, v in functions.items()) + \
             tuple(value_key(v) for _, v in now)                     # held: no id reuse
-        if key not in self._specs:
+        sizes = call_sizes(types, {**dict(given), **{n: v for (n, _, _), v in
+                                                      zip(outside, found)}})
+        specs = self._specs.setdefault(key, [])     # each holds for its sizes' decisions
+        spec = next((s for s in specs if holds(s.sdfg.decisions, sizes)), None)
+        if spec is None:
             if self._source is not None and not _unchanged(self._source_fixed):
                 self._source = None             # read again: its namespace is a snapshot
             if self._source is None:
@@ -124,11 +128,12 @@ class Kernel(KernelFunction):
             src = replace(src, outside=tuple((n, v) for (n, _, _), v in zip(outside, found)),
                           renamed=src.renamed + tuple((label, e) for n, label, _ in outside
                                                       for e in (n, n[2:])))
-            fwd = pipeline.lower_forward(src, self.__name__, types, here)
-            self._specs[key] = Specialization(fwd, now)
+            fwd = pipeline.lower_forward(src, self.__name__, types, here, sizes)
+            spec = Specialization(fwd, now)
+            specs.append(spec)
         if not functions and not found:
-            return self._specs[key], args
-        return self._specs[key], tuple(v for _, v in given) + tuple(map(_readable, found))
+            return spec, args
+        return spec, tuple(v for _, v in given) + tuple(map(_readable, found))
 
     def _outside_reads(self, functions):
         """([(hidden argument, label, getter)] of the arrays from outside that the kernel,
@@ -158,13 +163,18 @@ class Kernel(KernelFunction):
             self.specialize(args)
         if not self._specs:
             return f"{self.__name__}: not compiled yet; call explain(*args) with example arguments"
-        return "\n\n".join(spec.explain() for spec in self._specs.values())
+        return "\n\n".join(spec.explain() for spec in self.specializations)
+
+    @property
+    def specializations(self) -> list:
+        """Every specialisation compiled so far, in the order they were."""
+        return [spec for specs in self._specs.values() for spec in specs]
 
     def release(self):
         """Free the buffers kept between calls for reuse (the last forward call's
         transients, the last gradient call's copies and tapes, gradients dropped since,
         the frames of small calls); the compiled code stays."""
-        for spec in self._specs.values():
+        for spec in self.specializations:
             spec.pool.clear()
             spec.transients.clear()
         for _, _, binding, _ in list(self._bindings.values()):

@@ -20,11 +20,11 @@ from .analysis.bounds import index_checks
 from .analysis.fusion import fuse
 from .autodiff import Adjoint, differentiate, linearize
 from .codegen import COUNTS, Layout, generate_module, translation_units
-from .frontend import fingerprint, parse
+from .frontend import fingerprint, holds, parse
 from .runtime import CompiledModule, build_module, load
 from .schedule import schedule
 from .runtime.build import Toolchain
-from .runtime.artefacts import cached, digest
+from .runtime.artefacts import add_variant, cached, digest, variants
 from .options import Target
 from .runtime.blas import blas
 from .runtime.cuda import build_cuda
@@ -51,9 +51,22 @@ class Backward:
     module: CompiledModule
 
 
-def lower_forward(src, name, types, target: Target) -> Forward:
-    key = digest(target, "forward", fingerprint(src), name, sorted(types.items(), key=str))
-    return cached(key, Forward, _staged(target, _lower_forward, src, name, types, target, key))
+def lower_forward(src, name, types, target: Target, sizes=None) -> Forward:
+    """The forward for ``types``, lowered at the call's ``sizes`` (symbol name -> value)
+    where the types leave a decision open (``SDFG.decisions``). Its artefact is cached
+    under the types and those decisions; the decisions met before are on disk
+    (``variants``), so a warm start finds its entry without lowering."""
+    base = digest(target, "forward", fingerprint(src), name, sorted(types.items(), key=str))
+    known = [d for d in variants(base) if holds(d, sizes or {})] if sizes else [()]
+    if known:
+        key = digest(target, base, known[0])
+        return cached(key, Forward, _staged(target, _lower_forward, src, name, types, sizes,
+                                            target, key))
+    sdfg = _staged(target, parse, src, name, types, sizes)()
+    add_variant(base, sdfg.decisions)
+    key = digest(target, base, sdfg.decisions)
+    return cached(key, Forward, _staged(target, _lower_forward, src, name, types, sizes,
+                                        target, key, sdfg))
 
 
 def _staged(target, stage, *args):
@@ -70,8 +83,8 @@ def _library(target):
     return blas() if target.device == "cpu" and target.blas else None
 
 
-def _lower_forward(src, name, types, target, key):
-    sdfg = validate(parse(src, name, types))                      # Python AST -> SDFG
+def _lower_forward(src, name, types, sizes, target, key, sdfg=None):
+    sdfg = validate(sdfg or parse(src, name, types, sizes))       # Python AST -> SDFG
     if _library(target):                # without BLAS a MatMul is a serial loop nest
         sdfg = validate(products(sdfg))                           # loop nests -> MatMul
     sdfg = validate(fuse(sdfg))

@@ -453,7 +453,7 @@ def minimum(expr, loops):
                            _abstract_loads(hi, ranges))
         if expr is None:
             return None
-    for v, (lo, hi) in reversed(list(ranges.items())):
+    for v, (_, (lo, hi)) in reversed(list(ranges.items())):
         expr = _at_minimum(expr, v, lo, hi)
         if expr is None:
             return None
@@ -475,11 +475,19 @@ def _at_minimum(expr, v, lo, hi):
 
 
 def _abstract_loads(expr, ranges):
-    """Replace each integer-array element by a fresh variable, recording its range."""
-    for name, load in index_loads(expr):
-        v = sp.Symbol(f"__v{len(ranges)}", integer=True)
-        ranges[v] = value_range(name)
-        expr = expr.subs(load, v)
+    """Replace each integer-array element by a variable over the array's values, recording
+    its range: one variable per element, the same in the index and in the loop bounds
+    (``A_val[r + A_row[i]]`` for ``r`` in ``range(A_row[i + 1] - A_row[i])`` reaches
+    ``A_row[i + 1] - 1``), the outermost loads first (``x[A_col[r + A_row[i]]]`` is one
+    variable over ``A_col``'s values)."""
+    names = {load: v for v, (load, _) in ranges.items()}
+    for name, load in sorted(index_loads(expr), key=lambda x: -sp.count_ops(x[1])):
+        if not expr.has(load):                  # inside a load already replaced
+            continue
+        if load not in names:
+            names[load] = sp.Symbol(f"__v{len(ranges)}", integer=True)
+            ranges[names[load]] = (load, value_range(name))
+        expr = expr.xreplace({load: names[load]})
     return sp.expand(expr)
 
 

@@ -13,7 +13,7 @@ from sympy.printing.precedence import PRECEDENCE
 
 from ..errors import AdjointError
 from ..sdfg import arithmetic as fp
-from ..sdfg.nodes import LOAD, THREADS, index_loads
+from ..sdfg.nodes import LOAD, THREADS
 
 
 def _may_be_integer(expr):
@@ -105,9 +105,9 @@ class CPrinter(C99CodePrinter):
             return self._int_cast(expr)
         if isinstance(expr, fp._Bits):              # of integers that are not data
             return self._integer(expr, 64)
-        loads = index_loads(expr)
-        if loads and loads[0][1] == expr:           # an element of an integer array
-            return self.load(loads[0][0], expr.args)
+        name = type(expr).__name__
+        if name.startswith(LOAD):                   # an element of an integer array
+            return self.load(name[len(LOAD):], expr.args)
         if type(expr) in HELPERS:
             return f"{HELPERS[type(expr)]}({', '.join(self._print(a) for a in expr.args)})"
         return super()._print_Function(expr)

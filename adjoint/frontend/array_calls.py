@@ -14,7 +14,7 @@ import sympy as sp
 
 from .array_matmul import covariance
 from .array_reductions import mean, reduction, variance
-from .array_shapes import (ArrayExpr, broadcast_to, constant, flip, fmt_shape, number, remap,
+from .array_shapes import (ArrayExpr, constant, flip, fmt_shape, number, remap,
                            reshape, same_size, subscript, transpose, truth, volume,
                            without_view)
 from .array_stores import store, temporary
@@ -427,8 +427,7 @@ def _scalar_type(b, node, args):
 # ---- elementwise --------------------------------------------------------------------------
 def _where(b, node, args):
     parts = [b.expr(_required(b, node, args, k)) for k in ("condition", "x", "y")]
-    shape = b.broadcast_shape(node, [p.shape for p in parts])
-    cond, x, y = (broadcast_to(p, shape) for p in parts)
+    shape, (cond, x, y) = b.broadcast(node, parts)
 
     def at(index):
         return fp.select(number(x.at(index)), truth(cond.at(index)), number(y.at(index)))

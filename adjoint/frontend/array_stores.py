@@ -127,6 +127,7 @@ def fit(b, node, value, shape):
                                     f"{fmt_shape(shape)}")
         value = subscript(value, [("index", sp.Integer(0))] * extra +
                           [("slice", sp.Integer(0), 1, n) for n in value.shape[extra:]])
+    value = b.units(node, [value], [shape])[0]
     for n, m in zip(shape[len(shape) - value.rank:], value.shape):
         if m != ONE:
             b.agree(node, n, m, shape, value.shape, "target and value")

@@ -16,12 +16,13 @@ Hooks used by the rest of the frontend:
 """
 import ast
 from collections import Counter
+from dataclasses import replace
 
 import numpy as np
 import sympy as sp
 
 from .array_shapes import (AXES, ONE, ArrayExpr, MaskValue, View, ViewValue, broadcast_to, constant,
-                           fmt_shape, number, same_size, slice_axis, subscript, transpose,
+                           fmt_shape, number, remap, same_size, slice_axis, subscript, transpose,
                            truth)
 from ..sdfg import arithmetic as fp
 from ..sdfg.nodes import index_load
@@ -43,6 +44,7 @@ class ArrayState:
         self.assignments = Counter()
         self.count(tree)
         self.assumptions = []       # (condition on sizes, line, message): checked per call
+        self.decisions = []         # conditions on sizes the call's values decided (unit)
         self._count = 0
 
     def count(self, tree):
@@ -438,14 +440,60 @@ class ArrayBuilder:
         """``fn`` applied elementwise to the broadcast operands (AST nodes or ArrayExprs),
         each element passed through ``convert`` first."""
         args = [a if isinstance(a, ArrayExpr) else self.expr(a) for a in operands]
-        shape = self.broadcast_shape(node, [a.shape for a in args])
         named = [a.dtype if a.view is None else None for a in args]
-        args = [broadcast_to(a, shape) for a in args]
+        shape, args = self.broadcast(node, args)
 
         def at(index):
             values = [_of_dtype(convert(a.at(index)), d) for a, d in zip(args, named)]
             return real(self.src, node, fn(*values))
         return ArrayExpr(shape, at, boolean)
+
+    def broadcast(self, node, operands):
+        """(shape, the ArrayExprs ``operands`` broadcast to it), by NumPy's rules."""
+        operands = self.units(node, operands)
+        shape = self.broadcast_shape(node, [a.shape for a in operands])
+        return shape, [broadcast_to(a, shape) for a in operands]
+
+    def units(self, node, operands, against=()):
+        """``operands`` with each extent that is 1 at the call's sizes, where it meets an
+        extent of another operand (or of a shape in ``against``) not shown equal to it,
+        made the constant 1, so that it broadcasts as NumPy's does (``x = pos[:, 0:1]``
+        has ``Min(1, pos.shape[1])`` columns; ``x.T - x`` is a matrix). A size-1 axis of
+        an argument is 1 the same way; here the call's values decide (``unit``)."""
+        shapes = [a.shape for a in operands] + [tuple(s) for s in against]
+
+        def meets(n, k):            # axis k from the right
+            return any(len(s) >= k and s[-k] != ONE and same_size(n, s[-k]) is not True
+                       for s in shapes)
+        out = []
+        for a in operands:
+            ones = {j for j, n in enumerate(a.shape)
+                    if n != ONE and meets(n, a.rank - j) and self.unit(node, n)}
+            if ones:
+                shape = tuple(ONE if j in ones else n for j, n in enumerate(a.shape))
+                a = replace(remap(a, shape, lambda q, ones=ones: tuple(
+                    sp.Integer(0) if j in ones else i for j, i in enumerate(q))),
+                    dtype=a.dtype)
+            out.append(a)
+        return out
+
+    def unit(self, node, n):
+        """Whether extent ``n`` is 1 at the sizes of the call being compiled. What the call
+        decides is part of what the specialisation holds for (``SDFG.decisions``: a call
+        where it is not gets another), and is checked before each call too. Sizes of
+        unannotated arguments are never 1 here (their size-1 axes are the constant 1)."""
+        if n.is_number or (n.is_Symbol and n.name.startswith("__")):
+            return n == ONE
+        sizes = self.kernel.sizes
+        if not n.free_symbols or any(s.name not in sizes for s in n.free_symbols):
+            return False
+        one = n.xreplace({s: sp.Integer(sizes[s.name]) for s in n.free_symbols}) == ONE
+        condition = sp.Eq(n, ONE) if one else sp.Ne(n, ONE)
+        if condition not in self.kernel.arrays.decisions:
+            self.kernel.arrays.decisions.append(condition)
+            self.assume(node, condition, f"the extent {n} is {'' if one else 'not '}1 at "
+                        "these sizes, as it was where this specialisation was compiled")
+        return one
 
     def broadcast_shape(self, node, shapes):
         out = ()

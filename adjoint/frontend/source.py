@@ -281,6 +281,26 @@ def _where(func):
     return inspect.getsourcefile(func) or "<kernel>", func.__code__.co_firstlineno, 1
 
 
+def call_sizes(types, values):
+    """Symbol name -> value at a call: the sizes its arrays give the symbols of their types
+    (``types``: parameter -> type, ``values``: parameter -> value) and its int arguments."""
+    sizes = {}
+    for name, value in values.items():
+        t = types.get(name)
+        if t is int and isinstance(value, (int, np.integer, bool, np.bool_)):
+            sizes[name] = int(value)
+        elif isinstance(t, ArrayType) and len(np.shape(value)) == len(t.shape):
+            sizes.update((n.name, int(m)) for n, m in zip(t.shape, np.shape(value))
+                         if n.is_Symbol)
+    return sizes
+
+
+def holds(decisions, sizes):
+    """Whether the conditions ``decisions`` (``SDFG.decisions``) hold at ``sizes``."""
+    return all(c.xreplace({s: sp.Integer(sizes[s.name]) for s in c.free_symbols
+                           if s.name in sizes}) == sp.true for c in decisions)
+
+
 def type_of_value(name, value, what=None):
     """The type an unannotated parameter takes from the value it is called with."""
     what = what or f"argument {name!r}"

@@ -40,8 +40,9 @@ class KernelBuilder(LoopLowering, CallLowering, ArrayLowering):
     those defines its part as a mixin (``LoopLowering``, ``CallLowering``,
     ``ArrayLowering``), composed here, so that no frontend module imports one above it."""
 
-    def __init__(self, src, name, types):
+    def __init__(self, src, name, types, sizes=None):
         self.src, self.name = src, name
+        self.sizes = sizes or {}    # symbol name -> value at the call being compiled
         self.containers, self.arguments, self.symbols = {}, [], []
         self.typed = set()          # transients whose dtype the code names (dtypes.py)
         self.scope = {}
@@ -123,7 +124,8 @@ class KernelBuilder(LoopLowering, CallLowering, ArrayLowering):
                                          self.src.filename)
         return SDFG(self.name, tuple(self.arguments), containers,
                     tuple(self.symbols), body, self.result, self.src.filename,
-                    assumptions, returns=tuple(self.returns))
+                    assumptions, returns=tuple(self.returns),
+                    decisions=tuple(self.arrays.decisions))
 
     def _check_values_are_real(self, body):
         """No infinite or complex constants: ``x / 0.0``, ``np.mean(x[:0])``, ``(-1.0) ** 0.5``
@@ -794,9 +796,10 @@ def _first_line(stmt):
     return ast.unparse(stmt).splitlines()[0]
 
 
-def parse(src, name, types) -> SDFG:
-    """Lower the kernel's AST to an SDFG for the given argument types."""
-    return KernelBuilder(src, name, types).build()
+def parse(src, name, types, sizes=None) -> SDFG:
+    """Lower the kernel's AST to an SDFG for the given argument types; ``sizes`` (symbol
+    name -> the call's value) decides what the types leave open (``ArrayLowering.unit``)."""
+    return KernelBuilder(src, name, types, sizes).build()
 
 
 def _item(value, k):

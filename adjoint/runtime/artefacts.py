@@ -58,6 +58,28 @@ def cached(key, kind, compute):
     return artefact
 
 
+def variants(key):
+    """The decisions (tuples of conditions on sizes, ``SDFG.decisions``) of the artefacts
+    built from what ``key`` covers: which one a call's sizes select is known before
+    lowering (``pipeline.lower_forward``)."""
+    data, why = read_sealed(cache_dir() / f"{key}.variants")
+    if why is not None:
+        return []
+    try:
+        found = pickle.loads(data)
+    except Exception:               # whatever it is, the lowering runs again
+        return []
+    return found if isinstance(found, list) else []
+
+
+def add_variant(key, decisions):
+    """Record ``decisions`` among ``key``'s variants (a variant lost to a concurrent
+    writer is lowered again)."""
+    found = variants(key)
+    if decisions not in found:
+        write_sealed(cache_dir() / f"{key}.variants", pickle.dumps(found + [decisions]))
+
+
 def _load(path, kind):
     """The artefact at ``path`` with its module loaded, or None (missing or damaged)."""
     data, why = read_sealed(path)

@@ -283,6 +283,8 @@ class SDFG:
     assumptions: tuple = ()  # (condition on symbols, line, message): checked before each call
     returns: tuple = ()      # containers of the returned values: ("__return",) for one
     #                          value, ("__return0", "__return1", ...) for a tuple
+    decisions: tuple = ()    # conditions on symbols the call's values decided while lowering
+    #                          (an extent that is 1 broadcasts): what this SDFG holds for
 
     def container(self, name) -> Container:
         return self.containers[name]

@@ -84,7 +84,7 @@ def test_revolve_cost_is_binomial():
 def _gradient(**plan):
     g = grad(burgers, wrt=("u", "nu", "dt"), **plan)
     out = g(*_burgers_args())
-    return out, burgers._specs[next(iter(burgers._specs))].last_sweep
+    return out, burgers.specializations[0].last_sweep
 
 
 def test_gradients_are_bitwise_identical_under_every_policy_and_budget():
@@ -160,6 +160,6 @@ def test_long_loops_plan_and_checkpoint(monkeypatch):
     monkeypatch.setattr(options, "memory_policy", "revolve")
     monkeypatch.setattr(options, "revolve_snapshots", 12)
     got = grad(burgers, wrt="u")(*args)
-    sweep = burgers._specs[next(iter(burgers._specs))].last_sweep
+    sweep = burgers.specializations[0].last_sweep
     assert [str(o) for o in sweep.plan.choices][0] == "revolve(12)"
     assert np.array_equal(got, reference)

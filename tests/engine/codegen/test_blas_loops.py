@@ -111,7 +111,7 @@ def _kernel_and_args(func):
 
 def _sdfg(k, args):
     k(*copy_args(args))
-    return next(iter(k._specs.values())).sdfg
+    return k.specializations[0].sdfg
 
 
 def _deep_tasklets(sdfg):

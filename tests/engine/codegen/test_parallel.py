@@ -141,7 +141,7 @@ def test_threads_change_only_the_rounding_of_sums(k, make, wrt, monkeypatch):
 @pytest.mark.c_source
 def test_generated_code_uses_openmp_where_it_pays():
     jacobi(np.ones((5, 5)), np.ones((5, 5)), 1)
-    _, (source, *_) = translation_units(next(iter(jacobi._specs.values())).forward.source)
+    _, (source, *_) = translation_units(jacobi.specializations[0].forward.source)
     # the loop over i and the map inside t: a plain `if` on the size; the final sum: a clause
     assert source.count("#pragma omp parallel\n") == 2
     assert source.count("#pragma omp parallel if(") == 1
@@ -153,7 +153,7 @@ def test_parallel_nests_inside_loops_are_generated_once():
     whole range below the work threshold and on each thread's share above it: there is
     no serial copy of it for the C compiler to optimise a second time."""
     jacobi(np.ones((5, 5)), np.ones((5, 5)), 1)
-    source = next(iter(jacobi._specs.values())).forward.source
+    source = jacobi.specializations[0].forward.source
     stores = [line.strip().split(" = ")[0] for line in source.splitlines()
               if line.lstrip().startswith(("v_A[", "v_B["))]
     assert sorted(stores) == ["v_A[n_N*(i___m1_0 + 1) + i___m1_1 + 1]", "v_B[n_N*i_i + i_j]"]
@@ -206,8 +206,8 @@ def test_simd_sums_keep_lexically_forward_dependences_only():
         y = rng.random(50)
         want = k.py_func(x.copy(), y.copy())
         assert k(x, y) == pytest.approx(want, rel=1e-13)
-    assert "omp simd" in next(iter(forward_dependence._specs.values())).forward.source
-    assert "omp simd" not in next(iter(backward_dependence._specs.values())).forward.source
+    assert "omp simd" in forward_dependence.specializations[0].forward.source
+    assert "omp simd" not in backward_dependence.specializations[0].forward.source
 
 
 @pytest.mark.c_source
@@ -217,13 +217,13 @@ def test_inner_sums_vectorise_as_simd_reductions():
     y = np.zeros(300)
     assert matvec(A, x, y) == pytest.approx(float(np.sum(A @ x)), rel=1e-13)
     np.testing.assert_allclose(y, A @ x, rtol=1e-13)
-    source = next(iter(matvec._specs.values())).forward.source
+    source = matvec.specializations[0].forward.source
     assert "#pragma omp simd reduction(+:sc_acc0)" in source
     assert "v_y[i_i] += sc_acc0;" in source          # one update of y[i] per row
     y = np.zeros(300)
     assert running_sum(x, y) == pytest.approx(float(np.sum(x)), rel=1e-13)
     np.testing.assert_allclose(y, np.cumsum(x), rtol=1e-13)
-    assert "omp simd" not in next(iter(running_sum._specs.values())).forward.source
+    assert "omp simd" not in running_sum.specializations[0].forward.source
 
 
 @kernel

@@ -349,3 +349,63 @@ def test_index_into_a_slice_is_checked_per_call():
     assert k(x, 3) == _last_of_first(x, 3)
     with pytest.raises(BoundsError, match="outside the axis of length k"):
         k(x, 0)                  # x[:0][-1]: NumPy raises IndexError
+
+
+def pair_energy(pos, w):
+    """Pairwise separations from columns sliced with constant bounds (extent Min(1, n))."""
+    x = pos[:, 0:1]
+    y = pos[:, 1:2]
+    dx = x.T - x
+    dy = y.T - y
+    r2 = dx ** 2 + dy ** 2 + 0.5
+    return np.sum(w * w.T / np.sqrt(r2)) + np.sum(np.where(x > y, x, y.T))
+
+
+def test_extents_that_are_one_at_the_call_broadcast():
+    from kernel_testing import check_vjp_and_jvp
+    rng = np.random.default_rng(5)
+    pos, w = rng.random((6, 3)), rng.random((6, 1))
+    k = kernel(pair_energy)
+    assert_close_scalar(k(pos, w), pair_energy(pos, w), 1e-13)
+    check_vjp_and_jvp(k, pair_energy, (pos, w), rng, rel=1e-6)
+    (spec,) = k.specializations
+    assert len(spec.sdfg.decisions) == 2            # Min(1, n) == 1, Min(2, n) - 1 == 1
+
+
+def test_an_extent_that_is_not_one_at_another_call_compiles_anew():
+    rng = np.random.default_rng(6)
+    k = kernel(pair_energy)
+    pos, w = rng.random((6, 3)), rng.random((6, 1))
+    assert_close_scalar(k(pos, w), pair_energy(pos, w), 1e-13)
+    wide = rng.random((6, 1))                       # pos[:, 1:2] is empty: NumPy refuses
+    with pytest.raises(BoundsError, match=r"test_arrays.py:\d+: .*`dy = y.T - y`|do not match"):
+        k(wide, w)
+    with pytest.raises(ValueError):
+        pair_energy(wide, w)
+    assert len(k.specializations) == 2
+    pos = rng.random((4, 2))                        # 1 again: the first one's conditions hold
+    assert_close_scalar(k(pos, w[:4]), pair_energy(pos, w[:4]), 1e-13)
+    assert len(k.specializations) == 2
+
+
+def test_a_specialisations_decisions_are_checked_before_it_runs():
+    rng = np.random.default_rng(7)
+    k = kernel(pair_energy)
+    pos, w = rng.random((6, 3)), rng.random((6, 1))
+    spec, binding, args = k.bound((pos, w))
+    assert any("is 1 at these sizes" in c.message for c in spec.forward.checks)
+
+
+def scaled_by_leading_columns(A, k):
+    return np.sum(A[:, :k] * A)
+
+
+def test_one_kernel_with_an_extent_one_at_one_call_and_not_at_another():
+    rng = np.random.default_rng(8)
+    A = rng.random((5, 4))
+    k = kernel(scaled_by_leading_columns)
+    for cols in (1, 4, 1):                          # broadcasts; equal; broadcasts again
+        assert_close_scalar(k(A, cols), scaled_by_leading_columns(A, cols), 1e-13)
+    assert len(k.specializations) == 2              # the same types, two decisions
+    with pytest.raises(BoundsError, match="do not match"):
+        k(A, 2)                                     # NumPy: operands could not be broadcast

@@ -218,3 +218,37 @@ def test_boolean_masks_as_inputs():
     _check(masked_update, (mask, rng.standard_normal(8), 0.7), ("x",))
     _, pullback = vjp(masked_update, mask, np.ones(8), 0.7)
     assert set(pullback({"return": 1.0})) == {"x", "p"}
+
+
+def csr_rows(A_row, A_col, A_val, x):
+    """CSR rows as slices bounded by elements of an integer array, in whole-array NumPy."""
+    y = np.empty(A_row.size - 1)
+    for i in range(A_row.size - 1):
+        cols = A_col[A_row[i]:A_row[i + 1]]
+        y[i] = A_val[A_row[i]:A_row[i + 1]] @ np.sin(x[cols])
+        y[i] += np.sum(A_val[A_row[i]:A_row[i + 1]] ** 2)
+    return y
+
+
+def test_slices_bounded_by_index_array_elements():
+    from kernel_testing import check_vjp_and_jvp
+    row, col, val = _csr()
+    row[4] = row[3]                                 # an empty row
+    col, val = col[:row[-1]], val[:row[-1]]
+    x = np.random.default_rng(3).random(9)
+    k = kernel(csr_rows)
+    np.testing.assert_allclose(k(row, col, val, x), csr_rows(row, col, val, x), rtol=1e-14)
+
+    def rows(A_val, x):                 # the index arrays from outside: float arguments only
+        return csr_rows(row, col, A_val, x)
+    check_vjp_and_jvp(kernel(rows), rows, (val, x), np.random.default_rng(4), rel=1e-6)
+
+
+def test_slice_bounds_out_of_range_raise_naming_the_line():
+    row, col, val = _csr()
+    x = np.random.default_rng(3).random(9)
+    k = kernel(csr_rows)
+    for r, c in ((np.concatenate([row[:-1], [row[-1] + 1]]), col),   # past A_val's end
+                 (row, np.where(col == col[0], 9, col))):            # past x's end
+        with pytest.raises(BoundsError, match=r"test_indirect.py:\d+: .*can reach the size"):
+            k(r, c, val, x)

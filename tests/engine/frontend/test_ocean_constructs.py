@@ -145,7 +145,7 @@ def test_size_one_and_full_sizes_are_two_specialisations():
     middle = rng.uniform(0.0, 1.0, (7, 1, 4))
     assert_same(k(sa, ct, middle), enthalpy_like(sa, ct, middle))
     check_vjp_and_jvp(k, enthalpy_like, (sa, ct, middle), rng)
-    assert len(k._specs) == 3
+    assert len(k.specializations) == 3
 
 
 def test_size_one_in_place_and_loops():

@@ -200,7 +200,7 @@ def test_numbers_and_functions_from_outside_are_read_at_every_call():
     stepper = kernel(model.step)                 # reads self.tendency: a new object per read
     for _ in range(3):
         assert stepper(x) == pytest.approx(x[0] + 0.1 * 8.0 * np.sum(x), rel=1e-14)
-    assert len(stepper._specs) == 1              # compiled once, not at every call
+    assert len(stepper.specializations) == 1              # compiled once, not at every call
     t = kernel(model.tendency)
     assert t(x) == pytest.approx(8.0 * np.sum(x), rel=1e-14)
     model.F = 3.0
