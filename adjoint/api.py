@@ -361,7 +361,8 @@ class Specialization:
         each size at these values (Container.volume()'s symbolic Max(0, N - 2) took
         sympy ~8 ms per array to build; substituting into every returned array's shape
         per call was most of a small kernel's call)."""
-        key = (container.name, syms[:-2].tobytes())
+        # a name may have two shapes: contracted in one module, whole in another
+        key = (container.name, container.shape, syms[:-2].tobytes())
         if key not in self._sizes:
             self._sizes[key] = tuple(self._at(container.shape, syms))
         return self._sizes[key]

@@ -13,12 +13,14 @@ kernel's fingerprint and the ``Target``, so a warm start skips every stage but l
 library. The target (device, compiler and flags, BLAS, reassociation) is passed to every
 stage that depends on it; no stage reads the engine's options.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .analysis.blas import products
 from .analysis.bounds import index_checks
+from .analysis.contraction import contract
 from .analysis.fusion import fuse
 from .autodiff import Adjoint, differentiate, linearize
+from .autodiff.reverse import adjoint_name
 from .codegen import COUNTS, Layout, generate_module, translation_units
 from .frontend import fingerprint, holds, parse
 from .runtime import CompiledModule, build_module, load
@@ -89,9 +91,27 @@ def _lower_forward(src, name, types, sizes, target, key, sdfg=None):
         sdfg = validate(products(sdfg))                           # loop nests -> MatMul
     sdfg = validate(fuse(sdfg))
     checks = tuple(index_checks(sdfg))                            # prove indices in bounds
-    layout = Layout(sdfg.symbols, tuple(sdfg.containers.values()))
-    return Forward(sdfg, checks, layout, *_build(layout, [sdfg], checks, (), name, target),
+    # temporaries within one point of a map -> its scalars (the differentiated SDFG
+    # stays whole: reverse mode contracts its own entries)
+    entries, containers, _ = _contracted([sdfg], sdfg.containers, _kept(sdfg), target)
+    layout = Layout(sdfg.symbols, tuple(containers.values()))
+    return Forward(sdfg, checks, layout, *_build(layout, entries, checks, (), name, target),
                    target, key)
+
+
+def _kept(sdfg, adjoints=()):
+    """What the sweeps read or seed from outside the entry points: arguments, returned
+    values and (``adjoints``: their names) their adjoints."""
+    kept = {a.name for a in sdfg.arguments} | set(sdfg.returns)
+    return frozenset(kept | {adjoint_name(n) for n in kept if adjoint_name(n) in adjoints})
+
+
+def _contracted(entries, containers, kept, target):
+    """analysis.contraction on the CPU (CUDA's kernels keep their temporaries)."""
+    if target.device != "cpu":
+        return [validate(e) for e in entries], dict(containers), frozenset()
+    entries, containers, names = contract(entries, containers, kept)
+    return [validate(e) for e in entries], containers, names
 
 
 def _build(layout, entries, checks, counted, name, target):
@@ -118,9 +138,14 @@ def lower_backward(forward: Forward, wrt, outputs) -> Backward:
 def _lower_backward(forward, wrt, outputs):
     adj = differentiate(forward.sdfg, wrt, outputs, forward.target.device)  # reverse mode
     entries = [s for r in adj.regions for s in (r.forward, r.record, r.reverse)]
-    for sdfg in entries:
-        validate(sdfg)
-    layout = Layout(forward.sdfg.symbols, tuple(adj.containers.values()))
+    entries, containers, names = _contracted(entries, adj.containers,
+                                             _kept(forward.sdfg, adj.containers),
+                                             forward.target)
+    regions = tuple(replace(r, forward=f, record=c, reverse=v) for r, (f, c, v) in
+                    zip(adj.regions, zip(entries[0::3], entries[1::3], entries[2::3])))
+    adj = replace(adj, regions=regions, containers=containers, assigned_first={
+        n: box for n, box in adj.assigned_first.items() if n not in names})
+    layout = Layout(forward.sdfg.symbols, tuple(containers.values()))
     counted = [r.record for r in adj.regions]
     return Backward(adj, layout, *_build(layout, entries, forward.checks, counted,
                                          forward.sdfg.name + "_grad", forward.target))

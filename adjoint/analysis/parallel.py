@@ -64,6 +64,8 @@ class _Marker(Transformer):
             for m in _written(t):
                 writes.setdefault(m.data, []).append(m)
         for name, memlets in writes.items():
+            if name in node.private:        # each point's own copy
+                continue
             plain = [m for m in memlets if not m.wcr]
             if plain and (len({m.subset for m in memlets}) > 1
                           or not injective(plain[0].subset, node.params)):

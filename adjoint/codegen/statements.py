@@ -244,10 +244,10 @@ class StatementPrinter:
         """A map (backend hook: C may run it on threads)."""
         self._map(node)
 
-    def _private(self, loop):
-        """Each iteration's own copy of the loop's private scalars (shadowing the
-        pointers), from zero (see LoopRegion.zeroed)."""
-        for name in loop.private:
+    def _private(self, scope):
+        """Each iteration's (a map's: each point's) own copy of the loop's private scalars
+        (shadowing the pointers), from zero (see LoopRegion.zeroed, MapScope.private)."""
+        for name in scope.private:
             t = C_TYPES[self.shapes[name].dtype.name]
             own = identifier("sc_own_", name)
             self.emit(f"{t} {own}[1] = {{0}}; {t} *restrict {identifier('v_', name)} = {own};")
@@ -528,6 +528,7 @@ class StatementPrinter:
             self._reduce(reduction, lambda: self._open_loop(loops[-1]))
         else:
             self._open_loop(loops[-1])
+            self._private(node)
             for inner in node.body:
                 self.node(inner)
             self.close()

@@ -95,6 +95,8 @@ class MapScope:
     line: int = 0
     parallel: bool = False  # run with threads (analysis.parallel)
     schedule: object = None  # how it runs: a schedule.MapSchedule (the scheduling pass)
+    private: tuple = ()     # scalars each point keeps its own copy of, from zero: the
+                            # temporaries contracted into the body (analysis.contraction)
 
 
 class LibraryNode:
