@@ -141,6 +141,7 @@ class Sweep:
         # NumPy buffers from the specialisation's pool, or GPU arrays for a CUDA module
         self.mem = memory_for(bwd.module, getattr(spec, "pool", None))
         self.released, self._result = False, None
+        self.pulled = False             # a reverse sweep ran: the adjoints hold its sums
         self._table_for = self._table = None      # see _buffers
         self._owned, self.tapes, self.snapshots = [], {}, {}
         if setup.framed:
@@ -260,12 +261,31 @@ class Sweep:
         """An adjoint buffer as ``Setup.adjoints`` says (see ``_zeroed``)."""
         if shape is None or (outside and not self.mem.slices):  # GPU: whole-array clears
             return self.mem.zeros(size, dtype)
-        buffer = self.mem.empty(size)
-        if outside:
+        return self._clear(self.mem.empty(size), shape, outside)
+
+    def _clear(self, buffer, shape, outside):
+        """``buffer`` as the reverse sweep expects an adjoint: zeros, or with ``shape``
+        zeros only in the parts ``outside`` the box it assigns first."""
+        if shape is None or (outside and not self.mem.slices):
+            self.mem.clear(buffer)
+        elif outside:
             shaped = buffer.reshape(shape)
             for part in outside:
                 shaped[part] = 0
         return buffer
+
+    def _fresh_adjoints(self):
+        """A reusable sweep's adjoints before a pullback after the first (which finds
+        them as the sweep made them): those handed out as gradients anew, the others
+        cleared as ``_adjoint`` leaves them (zeros only around a box assigned first)."""
+        for name, how in self.setup.adjoints:
+            g = self.adjoints.get(name)
+            if g is None:
+                self.adjoints[name] = self._hold(self._adjoint(*how))
+            elif self.frame is not None:
+                g[...] = 0
+            else:
+                self._clear(g, *how[2:])
 
     def _own(self, array):
         self._owned.append(self._hold(array))
@@ -399,8 +419,9 @@ class Sweep:
             written = self.setup.written
             state = {n: (self._hold(self.mem.copy(v)) if n in written else v)
                      for n, v in self.state.items()}
-            for g in self.adjoints.values():
-                g[...] = 0
+            if self.pulled:
+                self._fresh_adjoints()
+            self.pulled = True
         else:
             state = self.state
         adjoints, choices = self.adjoints, self.plan.choices
@@ -479,7 +500,7 @@ class Sweep:
 
     def _cotangents(self, wanted=None):
         out, adjoints = {}, self.adjoints
-        copies = self.reusable or self.frame is not None
+        copies = self.frame is not None
         for name, adjoint, number in self.setup.cotangents:
             if wanted is not None and name not in wanted:
                 continue
@@ -490,9 +511,11 @@ class Sweep:
             elif number:
                 g = self.mem.value(g)
             elif copies:
-                g = self.mem.copy_out(g)        # the next pullback (call) overwrites it
+                g = self.mem.copy_out(g)        # the next call at these sizes overwrites it
             else:
-                self.ledger.give(g)             # the user's now: never pooled
+                # the user's now (a reusable sweep's next pullback takes a new buffer),
+                # back to the pool once dropped
+                self.ledger.give(g)
                 del adjoints[adjoint]
                 g = self.mem.hand_out(g)
             out[name] = float(g[0]) if number else g.reshape(value.shape)
