@@ -3,9 +3,10 @@ following a store/recompute plan, with every engine allocation on a ledger.
 
 Buffers are reused across calls: a call takes its buffers (argument copies, adjoints,
 transients, tapes, snapshots) from its specialisation's pool (``runtime/memory.py``),
-keeps what it releases on the way as spares for its own later needs, and a finished
-non-reusable call hands the adjoints it returns to the user as they are (no copy) and
-gives every other buffer back to the pool. The ledger is kept as before: spares are held
+keeps what it releases on the way as spares for its own later needs, hands the
+adjoints it returns to the user as they are (no copy; a reusable call's next pullback
+takes new ones), and once finished gives every other buffer back to the pool. The
+ledger is kept as before: spares are held
 only while the bytes on the ledger plus the spares stay within the ledger's peak, so
 the measured peak is still what the engine holds at most; idle pooled buffers between
 calls (at most those of the last finished call per specialisation) are on no ledger.
