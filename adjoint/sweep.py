@@ -3,9 +3,10 @@ following a store/recompute plan, with every engine allocation on a ledger.
 
 Buffers are reused across calls: a call takes its buffers (argument copies, adjoints,
 transients, tapes, snapshots) from its specialisation's pool (``runtime/memory.py``),
-keeps what it releases on the way as spares for its own later needs, and a finished
-non-reusable call hands the adjoints it returns to the user as they are (no copy) and
-gives every other buffer back to the pool. The ledger is kept as before: spares are held
+keeps what it releases on the way as spares for its own later needs, hands the
+adjoints it returns to the user as they are (no copy; a reusable call's next pullback
+takes new ones), and once finished gives every other buffer back to the pool. The
+ledger is kept as before: spares are held
 only while the bytes on the ledger plus the spares stay within the ledger's peak, so
 the measured peak is still what the engine holds at most; idle pooled buffers between
 calls (at most those of the last finished call per specialisation) are on no ledger.
@@ -141,6 +142,7 @@ class Sweep:
         # NumPy buffers from the specialisation's pool, or GPU arrays for a CUDA module
         self.mem = memory_for(bwd.module, getattr(spec, "pool", None))
         self.released, self._result = False, None
+        self.pulled = False             # a reverse sweep ran: the adjoints hold its sums
         self._table_for = self._table = None      # see _buffers
         self._owned, self.tapes, self.snapshots = [], {}, {}
         if setup.framed:
@@ -260,12 +262,31 @@ class Sweep:
         """An adjoint buffer as ``Setup.adjoints`` says (see ``_zeroed``)."""
         if shape is None or (outside and not self.mem.slices):  # GPU: whole-array clears
             return self.mem.zeros(size, dtype)
-        buffer = self.mem.empty(size)
-        if outside:
+        return self._clear(self.mem.empty(size), shape, outside)
+
+    def _clear(self, buffer, shape, outside):
+        """``buffer`` as the reverse sweep expects an adjoint: zeros, or with ``shape``
+        zeros only in the parts ``outside`` the box it assigns first."""
+        if shape is None or (outside and not self.mem.slices):
+            self.mem.clear(buffer)
+        elif outside:
             shaped = buffer.reshape(shape)
             for part in outside:
                 shaped[part] = 0
         return buffer
+
+    def _fresh_adjoints(self):
+        """A reusable sweep's adjoints before a pullback after the first (which finds
+        them as the sweep made them): those handed out as gradients anew, the others
+        cleared as ``_adjoint`` leaves them (zeros only around a box assigned first)."""
+        for name, how in self.setup.adjoints:
+            g = self.adjoints.get(name)
+            if g is None:
+                self.adjoints[name] = self._hold(self._adjoint(*how))
+            elif self.frame is not None:
+                g[...] = 0
+            else:
+                self._clear(g, *how[2:])
 
     def _own(self, array):
         self._owned.append(self._hold(array))
@@ -399,8 +420,9 @@ class Sweep:
             written = self.setup.written
             state = {n: (self._hold(self.mem.copy(v)) if n in written else v)
                      for n, v in self.state.items()}
-            for g in self.adjoints.values():
-                g[...] = 0
+            if self.pulled:
+                self._fresh_adjoints()
+            self.pulled = True
         else:
             state = self.state
         adjoints, choices = self.adjoints, self.plan.choices
@@ -479,7 +501,7 @@ class Sweep:
 
     def _cotangents(self, wanted=None):
         out, adjoints = {}, self.adjoints
-        copies = self.reusable or self.frame is not None
+        copies = self.frame is not None
         for name, adjoint, number in self.setup.cotangents:
             if wanted is not None and name not in wanted:
                 continue
@@ -490,9 +512,11 @@ class Sweep:
             elif number:
                 g = self.mem.value(g)
             elif copies:
-                g = self.mem.copy_out(g)        # the next pullback (call) overwrites it
+                g = self.mem.copy_out(g)        # the next call at these sizes overwrites it
             else:
-                self.ledger.give(g)             # the user's now: never pooled
+                # the user's now (a reusable sweep's next pullback takes a new buffer),
+                # back to the pool once dropped
+                self.ledger.give(g)
                 del adjoints[adjoint]
                 g = self.mem.hand_out(g)
             out[name] = float(g[0]) if number else g.reshape(value.shape)

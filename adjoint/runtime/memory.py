@@ -66,7 +66,8 @@ class BufferPool:
     def give(self, buffers, handed=0):
         """Make ``buffers`` (which nothing else may use any more) the idle ones; what was
         idle before is dropped. Of the buffers handed out, up to ``handed`` come back
-        when dropped (see :meth:`handed_out`)."""
+        when dropped (see :meth:`handed_out`), counting those back already (a vjp's
+        gradients, dropped before its pullback)."""
         if not (buffers or handed or self._idle or self._returned.maxlen):
             return                      # small calls: nothing to keep, nothing to drop
         idle = {}
@@ -75,7 +76,7 @@ class BufferPool:
                 idle.setdefault(_key(b.size, b.dtype), []).append(_flat(b))
         with self._lock:
             self._idle = idle
-            self._returned = collections.deque(maxlen=handed)
+            self._returned = collections.deque(self._returned, maxlen=handed)
 
     def handed_out(self, buffer):
         """``buffer`` as an array for the user: it (and every view of it) keeps the
@@ -218,11 +219,15 @@ class HostMemory:
         buffer = self._reuse(size, dtype)
         if buffer is None:
             buffer = self._fresh(np.empty(size, dtype))
+        self.clear(buffer)
+        return buffer
+
+    def clear(self, buffer):
+        """``buffer[...] = 0``, on the module's threads when large."""
         if self.module is not None and buffer.nbytes >= THREADED:
             self.module.fill_zero(buffer)
         else:
             buffer.fill(0)
-        return buffer
 
     def empty(self, size):
         if size * 8 < SMALL:
@@ -294,6 +299,9 @@ class DeviceMemory(HostMemory):
 
     def zeros(self, size, dtype):
         return self.module.zeros((size,), dtype)
+
+    def clear(self, buffer):
+        buffer[...] = 0
 
     def empty(self, size):
         return self.module.empty((size,))

@@ -10,7 +10,7 @@ import pytest
 
 import adjoint
 from adjoint import float64, grad, kernel, options, symbol, value_and_grad, vjp
-from adjoint.runtime.memory import SMALL, BufferPool
+from adjoint.runtime.memory import SMALL, BufferPool, _Handed
 from adjoint.sweep import Sweep
 from adjoint.corpus.loops import jacobi1d
 from kernel_testing import fd_directional
@@ -179,6 +179,57 @@ def test_vjp_pullbacks_stay_independent_next_to_pooled_calls():
     first["u"][...] = 0.0
     assert np.array_equal(pull(cot)["u"], want["u"])
     assert np.array_equal(between, grad(_fresh(burgers), wrt="u")(*args))
+
+
+@kernel
+def boxed(x: float64[N], y: float64[N]) -> float:
+    """Adjoints the reverse sweep assigns first (autodiff/first_touch.py), each with an
+    element outside its box that needs its zero."""
+    s = np.sum(x * x)
+    return s + np.sum(np.sin(y[1:]) * x[:-1])
+
+
+def _owner(array):
+    while isinstance(array.base, np.ndarray):
+        array = array.base
+    return array.base
+
+
+def test_vjp_pullbacks_hand_out_their_gradients():
+    """Each pullback's gradients are its adjoint buffers handed over (no copy); the
+    next pullback takes new ones and finds the zeros the first one found, also around
+    the boxes assigned first."""
+    rng = np.random.default_rng(5)
+    args = rng.random(n), rng.random(n)
+    spec = _spec(boxed, args)
+    bwd = spec.backward(spec.floating, {"__return"})
+    assert set(bwd.adjoint.assigned_first) == {"__g_x", "__g_y"}
+    want = grad(_fresh(boxed), wrt=("x", "y"))(*args)
+    _, pull = vjp(boxed, *args)
+    results = [pull({"return": 1.0}) for _ in range(3)]
+    for r in results:
+        assert np.array_equal(r["x"], want[0]) and np.array_equal(r["y"], want[1])
+    results[0]["x"][...] = np.nan            # the caller's: the next pullback is unchanged
+    again = pull({"return": 1.0})
+    assert np.array_equal(again["x"], want[0])
+    grads = [r[k] for r in results + [again] for k in ("x", "y")]
+    assert len({g.ctypes.data for g in grads}) == len(grads)
+    if ON_HOST:                             # handed over: back to the pool once dropped
+        assert all(isinstance(_owner(g), _Handed) for g in grads)
+
+
+@host_only
+def test_vjp_in_a_loop_allocates_nothing():
+    """vjp and its pullback, called again and again with the results dropped: the
+    gradients come back to the pool, as the argument copies and adjoints do."""
+    rng = np.random.default_rng(6)
+    args = rng.random(n), rng.random(n)
+    for _ in range(3):
+        _, pull = vjp(boxed, *args)
+        pull({"return": 1.0})
+        mem = _sweep(boxed, args).mem
+        del pull
+    assert mem.allocations == 0
 
 
 def test_a_finished_sweep_runs_its_reverse_once():
