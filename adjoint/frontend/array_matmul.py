@@ -24,9 +24,45 @@ from ..sdfg import State
 from ..sdfg import arithmetic as fp
 from .array_reductions import mean, reduction
 from .array_shapes import (AXES, ONE, ArrayExpr, broadcast_to, fmt_shape, number, reshape,
-                           transpose)
+                           transpose, volume)
 from .dtypes import FLOAT32, FLOAT64, is32, promote, value_dtype
 from .array_stores import store, temporary
+
+
+def product(b, node):
+    """``left @ right`` as written: an operand that is a number times a matrix used in
+    place (``alpha * A @ x``, ``A.T @ (beta * B)``) has the number applied to the product
+    instead, ``alpha * (A @ x)`` (dgemv's alpha; NumPy's ``alpha * A`` writes a scaled
+    copy of A first). The same sum in another rounding, as BLAS's own order is."""
+    left, left_factor = _factored(b, node.left)
+    right, right_factor = _factored(b, node.right)
+    out = matmul(b, node, left, right)
+    for factor in (left_factor, right_factor):
+        if factor is not None:
+            out = b.combine(node, fp.mul, [factor, out])
+    return out
+
+
+def _factored(b, node):
+    """(matrix, number) where ``node`` is a number times a float64 matrix a product can
+    read in place, else (its value, None)."""
+    if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult)):
+        return b.expr(node), None
+    x, y = b.expr(node.left), b.expr(node.right)
+    for number_, matrix in ((x, y), (y, x)):
+        if number_.rank == 0 and not number_.boolean and matrix.rank == 2 and \
+                _in_place(matrix):
+            return matrix, number_
+    return b.combine(node, fp.mul, [x, y]), None
+
+
+def _in_place(value):
+    """Whether a product reads ``value`` where it is (``_operand``): a whole float64
+    container or the transpose of one."""
+    view = value.view
+    return view is not None and view.container.dtype.name == "float64" and (
+        view.is_whole(value.shape) or view.subset == (AXES[1], AXES[0]) and
+        tuple(reversed(value.shape)) == view.container.shape)
 
 
 def matmul(b, node, left, right):
@@ -69,7 +105,12 @@ def _stacked(b, node, left, right):
     rows are the rows of one ``(... * m, k)`` matrix, used in place when ``left`` is a
     whole container in its own order (``np.reshape(A, (NR, NQ, 1, NP))``)."""
     rows, k = _count(left.shape[:-1]), _count(left.shape[-1:])
-    a = left.view.container.name if _in_order(b, left) else _copy(b, node, left).name
+    if _in_order(b, left):
+        a = left.view.container
+        b.agree(node, rows * k, a.volume(), left.shape, a.shape, "matrix product")
+        a = a.name
+    else:
+        a = _copy(b, node, left).name
     c, c_dims, trans_c = _operand(b, node, right, column=True)
     n = c_dims[0] if trans_c else c_dims[1]
     shape = left.shape[:-1] + (n,) * (right.rank == 2)
@@ -96,9 +137,19 @@ def _in_order(b, value):
     container, perhaps reshaped)."""
     view = value.view
     if view is None or view.container.dtype.name != "float64" or \
-            sp.simplify(_count(value.shape) - view.container.volume()) != 0:
+            not _same_volume(b, value.shape, view.container.shape):
         return False
     return reshape(b.container(view.container), value.shape).view == view
+
+
+def _same_volume(b, shape, other):
+    """Whether two shapes have as many elements: proven, or checked on entry (a reshape
+    of an argument, ``np.reshape(A, (NR, NQ, 1, NP))``, assumes its volumes agree)."""
+    difference = sp.expand(volume(shape) - volume(other))
+    if sp.simplify(_count(shape) - _count(other)) == 0 or difference == 0:
+        return True
+    checked = {condition for condition, _, _ in b.kernel.arrays.assumptions}
+    return sp.Eq(difference, 0) in checked or sp.Eq(-difference, 0) in checked
 
 
 def contraction(b, node, left, right):
@@ -133,14 +184,9 @@ def _known_on_entry(b, sizes):
 
 def _operand(b, node, value, column):
     """(container name, stored (rows, cols), transposed) for one operand."""
-    view = value.view
-    if view is not None and view.container.dtype.name == "float64":
-        c = view.container
-        if view.is_whole(value.shape):
-            return c.name, _dims(c.shape, column), False
-        if value.rank == 2 and view.subset == (AXES[1], AXES[0]) and \
-                tuple(reversed(value.shape)) == c.shape:
-            return c.name, _dims(c.shape, column), True
+    if _in_place(value):
+        c = value.view.container
+        return c.name, _dims(c.shape, column), not value.view.is_whole(value.shape)
     tmp = _copy(b, node, value)
     return tmp.name, _dims(tmp.shape, column), False
 

@@ -388,8 +388,8 @@ class ArrayBuilder:
     def _expr_BinOp(self, node):
         op = type(node.op)
         if op is ast.MatMult:
-            from .array_matmul import matmul
-            return matmul(self, node, self.expr(node.left), self.expr(node.right))
+            from .array_matmul import product
+            return product(self, node)
         if op in LOGICAL or op in BITS:
             a, b = self.expr(node.left), self.expr(node.right)
             if op in LOGICAL and a.boolean and b.boolean:     # masks: (x > 0) & (x < 1)

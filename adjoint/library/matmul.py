@@ -1,5 +1,6 @@
 """``out (+)= op(a) @ op(b)``: the matrix product (BLAS dgemm, dgemv for a vector, dger for
-an outer product added to out, or an i-k-j loop nest).
+an outer product added to out, dsyrk for a matrix times its own transpose, or an i-k-j
+loop nest).
 
 Made by ``frontend/array_matmul.py`` (``@``, ``np.dot``, ``np.matmul``, ``einsum``) and by
 ``analysis/blas.py`` (loop nests that are products). Its adjoints and tangents are
@@ -20,6 +21,12 @@ GEMV = """/* row-major cblas dgemv: a matrix times a vector, which dgemm with on
 void {0}(int, int, int64_t, int64_t, double, const double *, int64_t, const double *,
          int64_t, double, double *, int64_t);
 #define sc_dgemv {0}
+"""
+SYRK = """/* row-major cblas dsyrk: one triangle of a a^T (or a^T a), half dgemm's work, as NumPy
+   does for a @ a.T */
+void {0}(int, int, int, int64_t, int64_t, double, const double *, int64_t, double, double *,
+         int64_t);
+#define sc_dsyrk {0}
 """
 GER = """/* row-major cblas dger: out += x y^T, the rank-1 update a vector product's adjoint is */
 void {0}(int, int64_t, int64_t, double, const double *, int64_t, const double *, int64_t,
@@ -115,6 +122,8 @@ class MatMul(LibraryNode):
             return (GEMV.format(library.symbol("cblas_dgemv")),)
         if self.ger() is not None:
             return (GER.format(library.symbol("cblas_dger")),)
+        if self.syrk():
+            return (SYRK.format(library.symbol("cblas_dsyrk")),)
         return (PROTOTYPE.format(library.symbol("cblas_dgemm")),)
 
     def ger(self):
@@ -125,6 +134,13 @@ class MatMul(LibraryNode):
             return None
         (_, lda), (_, ldb) = self.a_dims, self.b_dims
         return self.a, (1 if self.trans_a else lda), self.b, (ldb if self.trans_b else 1)
+
+    def syrk(self):
+        """Whether the product assigns a matrix times its own transpose (``a @ a.T``,
+        ``a.T @ a``: dsyrk and a mirrored triangle; not when adding to out, whose other
+        triangle dsyrk would leave as it was)."""
+        return self.a == self.b and self.trans_a != self.trans_b and not self.accumulate \
+            and self.gemv() is None and self.ger() is None
 
     def gemv(self):
         """(matrix, its stored dims, transposed, vector, its stride, out's stride) when one
@@ -139,8 +155,8 @@ class MatMul(LibraryNode):
         return None
 
     def emit(self, gen):
-        """BLAS dgemv, dger or dgemm when a BLAS library is linked, else a loop nest in
-        i-k-j order."""
+        """BLAS dgemv, dger, dsyrk or dgemm when a BLAS library is linked, else a loop nest
+        in i-k-j order."""
         m, k, n = (gen.index.doprint(x) for x in self.op_dims())
         lda, ldb = (gen.index.doprint(d[1]) for d in (self.a_dims, self.b_dims))
         ldc = gen.index.doprint(self.out_dims[1])
@@ -161,6 +177,13 @@ class MatMul(LibraryNode):
             gen.emit(f"sc_dgemv(101, {112 if trans else 111}, {rows}, {cols}, 1.0, "
                      f"{gen.pointer(matrix)}, {lda}, {gen.pointer(x)}, {incx}, {beta}, {c}, "
                      f"{incy});")
+            return
+        if gen.library and self.syrk():
+            gen.emit(f"sc_dsyrk(101, 121, {112 if self.trans_a else 111}, {m}, {k}, 1.0, {a}, "
+                     f"{lda}, 0.0, {c}, {ldc});")
+            gen.emit(f"for (int64_t sc_i = 1; sc_i < {m}; ++sc_i) "
+                     f"for (int64_t sc_j = 0; sc_j < sc_i; ++sc_j) "
+                     f"{c}[sc_i * {ldc} + sc_j] = {c}[sc_j * {ldc} + sc_i];")
             return
         if gen.library:
             gen.emit(f"sc_dgemm(101, {112 if self.trans_a else 111}, "

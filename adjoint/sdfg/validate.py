@@ -50,7 +50,7 @@ def _check_library(sdfg, node, bound):
         c = sdfg.containers.get(name)
         if c is None or c.dtype.name != "float64":
             raise InvalidSDFG(f"{where}: {name} is not a float64 container")
-        if sp.simplify(dims[0] * dims[1] - c.volume()) != 0:
+        if not _covers(sdfg, dims, c):
             raise InvalidSDFG(f"{where}: dims {dims} do not cover {name}")
         _check_symbols(dims, bound, where)
     for name, _ in node.accesses():
@@ -62,6 +62,16 @@ def _check_library(sdfg, node, bound):
     problem = node.invalid(sdfg.containers)
     if problem:
         raise InvalidSDFG(f"{where}: {problem}")
+
+
+def _covers(sdfg, dims, c):
+    """Whether (rows, cols) has as many elements as ``c``: proven, or among the conditions
+    each call checks first (a reshaped argument multiplied in place)."""
+    difference = sp.expand(dims[0] * dims[1] - c.volume())
+    if difference == 0 or sp.simplify(difference) == 0:
+        return True
+    checked = {condition for condition, _, _ in sdfg.assumptions}
+    return sp.Eq(difference, 0) in checked or sp.Eq(-difference, 0) in checked
 
 
 def _check_tasklet(sdfg, t, bound):

@@ -52,8 +52,35 @@ def vector_products(A: float64[N, K], x: float64[K], y: float64[N]) -> float:
         np.sum((x @ A.T) * y) + y @ (A @ x)
 
 
+@kernel
+def symmetric(A: float64[N, K], W: float64[N, N], V: float64[K, K]) -> float:
+    """A matrix times its own transpose, both ways (BLAS dsyrk and a mirrored triangle)."""
+    return np.sum((A @ A.T) * W) + np.sum(np.dot(A.T, A) * V)
+
+
+@kernel
+def scaled(alpha: float, beta: float, A: float64[N, K], B: float64[K, M], x: float64[K]) -> float:
+    """Numbers times matrices read in place: the number scales the product instead."""
+    y = alpha * A @ x + A.T.T @ x * beta
+    C = A @ (B * beta) + (2.0 * A) @ (B * alpha)
+    return np.sum(y * y) + np.sum(np.tanh(C) * C) + np.sum((alpha * A.T) @ A)
+
+
+@kernel
+def reshaped(A: float64[N, M, K], C: float64[K, K], P: int, Q: int) -> float:
+    """NPBench's doitgen: a reshaped argument's rows multiplied in place (its volume is
+    checked on entry), then written back."""
+    A[:] = np.reshape(np.reshape(A, (P, Q, 1, K)) @ C, (P, Q, K))
+    return np.sum(A * A)
+
+
 def _args(k, rng):
     return {
+        "symmetric": (rng.standard_normal((5, 3)), rng.standard_normal((5, 5)),
+                      rng.standard_normal((3, 3))),
+        "scaled": (0.7, -1.3, rng.standard_normal((4, 3)), rng.standard_normal((3, 5)),
+                   rng.standard_normal(3)),
+        "reshaped": (rng.standard_normal((2, 3, 4)), rng.standard_normal((4, 4)), 2, 3),
         "vector_products": (rng.standard_normal((5, 7)), rng.standard_normal(7),
                             rng.standard_normal(5)),
         "mlp": (rng.standard_normal((5, 3)), rng.standard_normal((3, 4)),
@@ -67,7 +94,8 @@ def _args(k, rng):
     }[k.__name__]
 
 
-KERNELS = [mlp, gram, recurrent, mixed_operands, contractions, vector_products]
+KERNELS = [mlp, gram, recurrent, mixed_operands, contractions, vector_products, symmetric,
+           scaled, reshaped]
 
 
 def _copy(args):
@@ -76,7 +104,8 @@ def _copy(args):
 
 def _floating(k, args):
     names = k.__wrapped__.__code__.co_varnames[:len(args)]
-    return [n for n, a in zip(names, args) if isinstance(a, np.ndarray) and a.dtype == np.float64]
+    return [n for n, a in zip(names, args) if isinstance(a, float) or
+            isinstance(a, np.ndarray) and a.dtype == np.float64]
 
 
 @pytest.mark.parametrize("blas", [True, False], ids=["blas", "loops"])
@@ -89,7 +118,7 @@ def test_forward_gradient_and_tangent(k, blas, monkeypatch):
     wrt = tuple(_floating(k, args))
     grads = grad(k, wrt=wrt)(*args)
     names = k.__wrapped__.__code__.co_varnames[:len(args)]
-    d = {n: rng.standard_normal(args[names.index(n)].shape) for n in wrt}
+    d = {n: rng.standard_normal(np.shape(args[names.index(n)])) for n in wrt}
     h = 1e-6
 
     def f(s):
@@ -118,6 +147,32 @@ def test_matrix_vector_products_call_gemv():
     assert spec.forward.source.count("sc_dgemv(") >= 5 and "sc_dgemm(" not in spec.forward.source
     assert "sc_dgemm(" not in spec.backward(frozenset({"A", "x"}),
                                             frozenset({"__return"})).source
+
+
+@pytest.mark.c_source
+def test_products_with_their_own_transpose_call_syrk():
+    """``A @ A.T`` is dsyrk (half dgemm's work, as NumPy; NPBench's covariance2), its other
+    triangle mirrored; a product adding into its output stays dgemm."""
+    pytest.importorskip("scipy_openblas64")
+    spec = symmetric.specialize(_args(symmetric, np.random.default_rng(0)))
+    source = spec.forward.source
+    assert source.count("sc_dsyrk(") == 2 and "sc_dgemm(" not in source
+    assert "sc_dsyrk(101, 121, 111," in source and "sc_dsyrk(101, 121, 112," in source
+
+
+def test_scaled_and_reshaped_operands_are_read_in_place():
+    """``alpha * A @ x`` multiplies A itself and scales the product (NPBench's gesummv
+    copied alpha * A first); a reshaped argument whose volume is checked on entry is the
+    product's operand as it is (doitgen copied it through a division per element)."""
+    args = _args(scaled, np.random.default_rng(0))
+    sdfg = scaled.specialize(args).sdfg
+    assert not [n for n in sdfg.containers if n.startswith("__operand")]
+    assert "__matmul1 = A @ x" in scaled.explain()
+    args = _args(reshaped, np.random.default_rng(0))
+    sdfg = reshaped.specialize(args).sdfg
+    assert not [n for n in sdfg.containers if n.startswith("__operand")]
+    with pytest.raises(BoundsError, match="do not match"):
+        reshaped(np.ones((2, 3, 4)), np.ones((4, 4)), 3, 3)
 
 
 def test_mismatched_inner_sizes():
