@@ -89,8 +89,8 @@ class _Contraction(Transformer):
         self.names = names
 
     def node(self, node):
-        if not isinstance(node, MapScope):
-            return node
+        if not isinstance(node, MapScope) or not all(isinstance(t, Tasklet) for t in node.body):
+            return node   # a map with pushes or pops owns no contracted temporary (_homes)
         private = sorted({m.data for t in node.body for m in _memlets(t)} & self.names)
         if not private:
             return node

@@ -153,8 +153,8 @@ def test_identical_loops_in_one_time_step(monkeypatch):
     only a pass could make such twins; here the test does.)"""
     parse = pipeline.parse
 
-    def twins(src, name, types):
-        sdfg = parse(src, name, types)
+    def twins(src, name, types, *sizes):
+        sdfg = parse(src, name, types, *sizes)
         if name != "two_loops":
             return sdfg
         time, *rest = sdfg.body.elements
