@@ -26,4 +26,5 @@ __all__ = ["Kernel", "kernel", "grad", "value_and_grad", "vjp", "jvp", "symbol",
            "float32", "int64", "int32", "int16", "int8", "uint64", "uint32", "uint16", "uint8",
            "bool_", "configure", "options", "AdjointError",
            "ArgumentError",
-           "AssertionFailed", "BoundsError", "CompileError", "DeviceError", "KernelSyntaxError", "LinAlgError"]
+           "AssertionFailed", "BoundsError", "CompileError", "DeviceError", "KernelSyntaxError",
+           "LinAlgError"]

@@ -16,9 +16,9 @@ when, in every entry of a module that touches it,
 and nothing outside the entry points reads it (``kept``: arguments, returned values,
 the adjoints a sweep seeds or returns). Each point then keeps its own copy of the scalar
 (``MapScope.private``, from zero: what the buffer held for an accumulation), and the
-container becomes a scalar. Reverse mode recomputes the temporaries it needs inside the
-reverse map's body (autodiff/remat.py, ``map_rematerialise``), so the forward's and the
-adjoints' temporaries are contracted in the gradient too.
+container becomes a scalar. In a gradient module this contracts the adjoints' own
+temporaries and the forward's that no other entry reads; a forward temporary the reverse
+map reads stays whole (it is recorded, not recomputed inside the reverse map: not done).
 """
 from dataclasses import replace
 

@@ -554,7 +554,8 @@ class KernelBuilder(LoopLowering, CallLowering, ArrayLowering):
             return new
         logical = LOGICAL.get(type(stmt.op))
         if logical is None:
-            raise self.src.error(stmt, f"`{_first_line(stmt)}`: `{ast.unparse(stmt.target.value)}` is a bool "
+            raise self.src.error(stmt, f"`{_first_line(stmt)}`: "
+                                       f"`{ast.unparse(stmt.target.value)}` is a bool "
                                        "array; update it with &=, |= or ^=")
         return fp.logical(logical)(sp.Ne(ex._read(container.name, subset), 0), new)
 

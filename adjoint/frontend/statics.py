@@ -213,8 +213,9 @@ def _generated(ex, node):
     return tuple(evaluate(ex, e) for e in expanded(ex, node))
 
 
-_EVALUATE = {ast.GeneratorExp: _generated, ast.ListComp: _generated, ast.Constant: _constant, ast.Name: _name, ast.Tuple: _sequence,
-             ast.List: _sequence, ast.Attribute: _attribute, ast.Subscript: _subscript,
+_EVALUATE = {ast.GeneratorExp: _generated, ast.ListComp: _generated, ast.Constant: _constant,
+             ast.Name: _name, ast.Tuple: _sequence, ast.List: _sequence,
+             ast.Attribute: _attribute, ast.Subscript: _subscript,
              ast.BoolOp: _boolop, ast.Call: _call, ast.BinOp: _binop}
 
 

@@ -31,4 +31,5 @@ SCIPY.update({
     "scipy.linalg.lapack.dgtsv": (tridiagonal.call, tridiagonal.PARAMETERS),
 })
 
-__all__ = ["Assertion", "Cholesky", "MatMul", "NUMPY_LINALG", "SCIPY", "Solve", "Tridiagonal", "Trsm"]
+__all__ = ["Assertion", "Cholesky", "MatMul", "NUMPY_LINALG", "SCIPY", "Solve", "Tridiagonal",
+           "Trsm"]
