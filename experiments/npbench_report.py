@@ -23,6 +23,9 @@ def causes(rec):
             found.append((f"{err['type']}: {err['message']}{where}", err))
         if rec.get("forward" if key == "error" else "gradient") == "WRONG":
             found.append((wrong, None))
+    if rec.get("gradient") == "unverified":
+        found.append((f"gradient unverified: the finite differences' own error "
+                      f"({fmt(rec['fd_noise'], 2)}) is above the tolerance", None))
     if "crash" in rec:
         found.append((f"{rec['crash']['outcome']} in stage {rec['crash']['stage']}", None))
     return found
@@ -72,9 +75,12 @@ def summary(records):
                      f"target {TARGETS[group]}")
     wrong_f = [r["name"] for r in records if r.get("forward") == "WRONG"]
     wrong_g = [r["name"] for r in records if r.get("gradient") == "WRONG"]
+    unverified = [r["name"] for r in records if r.get("gradient") == "unverified"]
     lines.append(f"- wrong without an error: forward {len(wrong_f)} "
                  f"({', '.join(wrong_f) or 'none'}), gradient {len(wrong_g)} "
-                 f"({', '.join(wrong_g) or 'none'})")
+                 f"({', '.join(wrong_g) or 'none'}); gradient unverified (its error within "
+                 f"twice the finite differences' own, which is above the tolerance): "
+                 f"{', '.join(unverified) or 'none'}")
     ok = [r for r in records if r.get("forward") == "ok"]
     if ok:
         worst = max(ok, key=lambda r: r["forward_error"])
@@ -171,7 +177,10 @@ def markdown(info, records):
               f"original along {info.get('directions')} random directions, relative "
               f"tolerance {info.get('grad_rtol')} (for an original computing in float32, "
               "against its float64 twin: np.float32 read as np.float64); n/a: no float "
-              "inputs or no float outputs. "
+              "inputs or no float outputs; where float64's differences miss at every step, "
+              "again in long double with smaller steps if the original computes in it, else "
+              "unverified when the error is within twice the differences' own (their change "
+              "when the step halves) and that is above the tolerance. "
               "Times: best wall time, one core; compile: first call minus steady call "
               "(forward / gradient, s); grad/fwd: vjp + pullback over the forward. "
               "WRONG: differs without an error.", "",
