@@ -32,7 +32,7 @@ def contract(entries, containers, kept=frozenset()):
     ``containers``) with every contractible temporary (see the module docstring) a
     private scalar of its map, the containers with those as scalars, and their names."""
     names = {n for n, c in containers.items() if n not in kept and not c.is_scalar
-             and c.dtype.kind == "f"}
+             and c.dtype.kind in "fb"}   # floats and masks: never an index
     homes = [_homes(sdfg, names) for sdfg in entries]
     touched = {}
     for home in homes:
@@ -64,7 +64,7 @@ def _homes(sdfg, names):
             groups = [(None, own_accesses(r, context, sdfg.containers))]
         for node, found in groups:
             owner = node if isinstance(node, MapScope) and all(
-                isinstance(t, Tasklet) for t in node.body) and not _sums(node) else None
+                isinstance(t, Tasklet) for t in node.body) else None
             for a in found:
                 if a.data not in names:
                     continue
@@ -101,13 +101,6 @@ class _Contraction(Transformer):
 
     def _memlet(self, m):
         return Memlet(m.data, (), m.wcr) if m.data in self.names else m
-
-
-def _sums(node):
-    """Whether points of the map add into shared elements (a broadcast operand's adjoint):
-    its SIMD sums, which private scalars would turn off, are worth more."""
-    return any(m.wcr and not injective(m.subset, node.params)
-               for t in node.body for m, _ in t.outputs)
 
 
 def _memlets(t):

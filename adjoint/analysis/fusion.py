@@ -5,8 +5,11 @@ over memory once and the intermediate stays in registers.
 Two maps fuse when every container both touch, and one of them writes, is accessed at a
 single element per point in both (the same subset, one element per point): each point
 then depends only on itself, so running the second body right after the first at each
-point is what running the maps one after the other does. Sums into scalars, neighbour
-reads (stencils) and different ranges keep the maps apart.
+point is what running the maps one after the other does. A scalar one map sums into
+and the other reads, neighbour reads (stencils) and different ranges keep the maps
+apart. Scalar statements between two maps that the first does not touch (the
+``s = 0`` every sum starts with) move before the first, so that an element-wise chain
+and the sum of its result (``np.sum(a * b + 1)``) are one map.
 """
 from dataclasses import replace
 
@@ -66,9 +69,14 @@ class _Fusion(Transformer):
 
 def _across_states(elements, equal):
     """Fuse the last map of a state with the first map of the state right after it
-    (each statement is a state of its own)."""
+    (each statement is a state of its own), also across states of scalar work in
+    between that the first map does not touch (a sum's ``s = 0`` before its map: it
+    moves before the first map)."""
     out = []
     for e in elements:
+        hoisted = _hoisted(out, e, equal)
+        if hoisted:
+            out, e = hoisted
         while isinstance(e, State) and e.nodes and out and isinstance(out[-1], State) \
                 and out[-1].nodes:
             fused = _fused(out[-1].nodes[-1], e.nodes[0], equal)
@@ -79,6 +87,57 @@ def _across_states(elements, equal):
         if not (isinstance(e, State) and not e.nodes):
             out.append(e)
     return tuple(out)
+
+
+def _hoisted(out, e, equal):
+    """(elements so far, e) with the scalar statements between the last map so far and
+    e's first map (whole states, and e's own leading tasklets) moved before that map,
+    when those maps then fuse; else None."""
+    k = len(out) - 1
+    while k >= 0 and _scalar_work(out[k]):
+        k -= 1
+    between = out[k + 1:]
+    if not isinstance(e, State) or k < 0 or not isinstance(out[k], State) or \
+            not out[k].nodes:
+        return None
+    lead = _leading_tasklets(e)
+    if not (between or lead) or len(lead) == len(e.nodes):
+        return None
+    first, second = out[k].nodes[-1], e.nodes[len(lead)]
+    moved = [t for s in between for t in s.nodes] + list(lead)
+    if not isinstance(first, MapScope) or _meet(first.body, moved) or \
+            _fused(first, second, equal) is None:
+        return None
+    before = [replace(out[k], nodes=out[k].nodes[:-1])] if out[k].nodes[:-1] else []
+    lead_state = [State(lead, e.label)] if lead else []
+    return (out[:k] + before + between + lead_state + [State((first,), out[k].label)],
+            replace(e, nodes=e.nodes[len(lead):]))
+
+
+def _leading_tasklets(state):
+    k = 0
+    while k < len(state.nodes) and isinstance(state.nodes[k], Tasklet):
+        k += 1
+    return state.nodes[:k]
+
+
+def _scalar_work(element):
+    """Whether ``element`` is a state of tasklets (scalar statements, no maps)."""
+    return isinstance(element, State) and element.nodes and \
+        all(isinstance(n, Tasklet) for n in element.nodes)
+
+
+def _meet(body, tasklets):
+    """Whether running ``tasklets`` before a map's ``body`` could change either's
+    result: one writes a container the other accesses."""
+    def touched(nodes):
+        reads, writes = set(), set()
+        for t in nodes:
+            reads |= {m.data for _, m in t.inputs}
+            writes |= {m.data for m, _ in t.outputs}
+        return reads, writes
+    (r1, w1), (r2, w2) = touched(body), touched(tasklets)
+    return bool(w1 & (r2 | w2) or w2 & r1)
 
 
 def _fused(first, second, equal):

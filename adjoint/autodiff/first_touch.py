@@ -85,28 +85,36 @@ def _nest(region):
 def _assigning(node, params, ranges, body, names, seen, boxes):
     """``node`` (a map, or the outermost loop of a nest) with each first sum into an
     adjoint made an assignment; the boxes assigned go into ``boxes``. ``names``: the
-    adjoint containers, and the sizes a box may depend on."""
+    adjoint containers, and the sizes a box may depend on. A sum is first when it is
+    the body's first access to its adjoint, whose every access there is at its subset
+    (a fused map's ``g[i] += ...`` then read and reset at ``i``)."""
     adjoints, sizes = names
     if any(isinstance(t, (MapScope, LibraryNode)) or not isinstance(t, (Tasklet, Push, Pop))
            for t in body):
         return node
-    reads = {m.data for t in body if isinstance(t, Tasklet) for _, m in t.inputs}
-    reads |= {t.memlet.data for t in body if isinstance(t, (Push, Pop))}
-    writes = [m.data for t in body if isinstance(t, Tasklet) for m, _ in t.outputs]
-    assign = {}
-    for t in body:
-        for m, _ in t.outputs if isinstance(t, Tasklet) else ():
-            if m.wcr and m.data in adjoints and m.data not in seen | reads and \
-                    writes.count(m.data) == 1:
-                box = _box(m.subset, params, ranges, sizes)
-                if box is not None:
-                    assign[m.data] = box
+    found = {}                  # adjoint: [(tasklet, output or None for a read, memlet)]
+    for k, t in enumerate(body):
+        if isinstance(t, Tasklet):
+            accesses = [(None, m) for _, m in t.inputs] + list(enumerate(
+                m for m, _ in t.outputs))
+        else:
+            accesses = [(None if isinstance(t, Push) else -1, t.memlet)]
+        for j, m in accesses:
+            if m.data in adjoints and m.data not in seen:
+                found.setdefault(m.data, []).append((k, j, m))
+    assign, first = {}, set()
+    for name, ((k, j, m), *rest) in found.items():
+        if j is not None and j >= 0 and m.wcr and all(x.subset == m.subset for *_, x in rest):
+            box = _box(m.subset, params, ranges, sizes)
+            if box is not None:
+                assign[name] = box
+                first.add((k, j))
     if not assign:
         return node
     boxes.update(assign)
-    new_body = tuple(replace(t, outputs=tuple((replace(m, wcr=None) if m.data in assign else m,
-                                               e) for m, e in t.outputs))
-                     if isinstance(t, Tasklet) else t for t in body)
+    new_body = tuple(replace(t, outputs=tuple((replace(m, wcr=None) if (k, j) in first else m, e)
+                                              for j, (m, e) in enumerate(t.outputs)))
+                     if isinstance(t, Tasklet) else t for k, t in enumerate(body))
     return _with_body(node, new_body)
 
 

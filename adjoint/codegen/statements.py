@@ -525,7 +525,7 @@ class StatementPrinter:
         reduction = node.schedule.reduction if node.schedule and (
             len(loops) > 1 or not worksharing) else None
         if reduction:
-            self._reduce(reduction, lambda: self._open_loop(loops[-1]))
+            self._reduce(reduction, lambda: (self._open_loop(loops[-1]), self._private(node)))
         else:
             self._open_loop(loops[-1])
             self._private(node)

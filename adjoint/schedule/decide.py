@@ -119,16 +119,19 @@ class _Scheduler(Transformer):
         if not self.cpu:
             return MapSchedule()
         a, b, s = node.ranges[-1]
-        # a point's private scalars (contracted temporaries) are no sums across points
-        reduction = simd_reduction(node.params[-1], node.body, self.containers) \
-            if s.is_number and not node.private else None
+        reduction = simd_reduction(node.params[-1], node.body, self.containers,
+                                   private=node.private) if s.is_number else None
         if not node.parallel or shared_sums(node) and (self.loops or not _sums_only(node)):
             return MapSchedule(reduction=reduction)
         sums = tuple(sorted({m.data for t in node.body for m, _ in t.outputs
                              if m.wcr and self.containers[m.data].is_scalar
                              and m.data not in node.private}))
         copies = () if self.loops else tuple(sorted(shared_across_rows(node)))
-        return MapSchedule(map_threads(node), bool(self.loops), copies, sums, reduction)
+        # a one-axis map summing into scalars: a function over each thread's share, whose
+        # sums are SIMD's (an `omp for` over the axis would add in order)
+        shared = bool(self.loops) or bool(sums and reduction and len(node.params) == 1
+                                          and not copies)
+        return MapSchedule(map_threads(node), shared, copies, sums, reduction)
 
     # ---- branches ---------------------------------------------------------------------
     def _selects(self, region):

@@ -85,7 +85,8 @@ class LoopSchedule:
 @dataclass(frozen=True)
 class MapSchedule:
     threads: Optional[Threads] = None       # threads over the map's first parameter
-    shared: bool = False                    # inside a loop: one function over a share
+    shared: bool = False                    # one function over a thread's share (in a
+                                            # loop; a one-axis map's SIMD sums)
     copies: tuple = ()                      # containers its rows all add into: per-thread
     #                                         copies, added in thread order
     sums: tuple = ()                        # scalars its points add into: partial sums

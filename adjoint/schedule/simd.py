@@ -6,7 +6,7 @@ from ..sdfg.nodes import Pop, Push, Tasklet, as_reduction, index_loads
 from .decisions import Reduction
 
 
-def simd_reduction(var, body, containers, upward=True):
+def simd_reduction(var, body, containers, upward=True, private=()):
     """The Reduction when an innermost loop over ``var`` reduces into elements
     fixed across its iterations (a dot product, a row sum or maximum: ``s += ...``,
     ``y[i] += A[i, j] * x[j]``, ``m = max(m, x[j])``) and its iterations meet only
@@ -16,13 +16,17 @@ def simd_reduction(var, body, containers, upward=True):
     adjoint: ``g[v] += ...`` then ``g[v - 1] = 0``; only in a loop running ``upward``,
     since the reduction runs it so). The tasklets then write those updates as
     reductions (a memlet's ``wcr``: sum, max or min). Else None. ``containers``: by
-    name, for the dtypes (a sum in the vector's lanes is a float's)."""
+    name, for the dtypes (a sum in the vector's lanes is a float's); ``private``: a
+    map's scalars each point has its own copy of (contracted temporaries, their ``+=``
+    no sum across points), which meet no other iteration."""
     if not body or not all(isinstance(t, Tasklet) for t in body):
         return None
     body = [as_reduction(t) for t in body]
     sums, own = [], {}
     for t in body:
         for m, _ in t.outputs:
+            if m.data in private:
+                continue
             if any(index_loads(e) for e in m.subset):
                 return None
             if m.wcr and not any(var in e.free_symbols for e in m.subset):
@@ -38,7 +42,8 @@ def simd_reduction(var, body, containers, upward=True):
     accessed = {}
     for t in body:
         for m in [m for _, m in t.inputs] + [m for m, _ in t.outputs]:
-            accessed.setdefault((m.data, m.subset), set()).add(m.wcr)
+            if m.data not in private:
+                accessed.setdefault((m.data, m.subset), set()).add(m.wcr)
     # A container only added into may take both kinds of sums (syrk's adjoint:
     # gA[i, k] += ... over j and gA[j, k] += ...): additions commute, and the fixed
     # element's share waits in its accumulator.

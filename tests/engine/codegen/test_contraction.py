@@ -2,7 +2,10 @@
 one fused map become private scalars of its body, in the forward module and in the
 gradient's entries; results stay bitwise NumPy's, gradients agree with central
 differences."""
+import re
+
 import numpy as np
+import pytest
 
 from adjoint import float64, kernel, symbol, vjp
 from adjoint.autodiff.reverse import adjoint_name
@@ -87,3 +90,24 @@ def test_large_sizes_run_on_threads_with_own_copies():
     t2 = np.sqrt(t1 * t1 + 1.0)
     want = t2 + (a + 2.0 * t2) * t1 / t2 * b
     assert np.allclose(g["a"], want, rtol=1e-12, atol=0)
+
+
+@kernel
+def summed(a: float64[N], b: float64[N], p: float64[1]) -> float:
+    t = a * b + p                    # p broadcast: its adjoint sums over the points
+    return np.sum(t * t)
+
+
+def test_temporaries_of_a_map_that_sums_become_scalars_and_the_sum_stays_simd():
+    a, b = _args(40)
+    p = np.array([0.25])
+    assert summed(a, b, p) == pytest.approx(summed.py_func(a, b, p), rel=1e-14)
+    spec = summed.specialize((a, b, p))
+    assert {c.name: c.shape for c in spec.forward.layout.containers}["t"] == ()
+    # the loop owning the scalar adds in the vector's lanes
+    assert re.search(r"#pragma omp simd reduction\(\+:\w+\)\s*for \([^{]*\{\s*double sc_own_t",
+                     spec.forward.source)
+    check_vjp_and_jvp(summed, summed.py_func, (a, b, p), rng_for("contraction summed"))
+    (bwd,) = spec._backward.values()
+    private = set().union(*(_private(r.reverse) for r in bwd.adjoint.regions))
+    assert adjoint_name("t") in private       # beside the sum into p's adjoint

@@ -34,8 +34,9 @@ def _maps(k, args):
 
 def test_pointwise_maps_fuse_and_neighbours_do_not():
     rng = rng_for("fusion")
-    # four statements -> one map (then the sum's); two stencil stores stay two
-    assert len(_maps(chain, (rng.random(6), rng.random(6), np.zeros(6)))) == 2
+    # four statements and the sum (its `s = 0` moved before them) -> one map; two
+    # stencil stores stay two
+    assert len(_maps(chain, (rng.random(6), rng.random(6), np.zeros(6)))) == 1
     assert len(_maps(neighbours, (rng.random(6), np.zeros(6), np.zeros(6)))) == 3
 
 
@@ -52,6 +53,38 @@ def test_fused_kernels_match_python_and_finite_differences(k, wrt):
     f = lambda a: float(k.py_func(*copy_args(a)))            # noqa: E731
     for name, g in zip(wrt, grad(k, wrt=wrt)(*copy_args(args))):
         assert_arrays_close(g, fd_gradient(f, args, index_of, name), 1e-7, f"d/d{name}")
+
+
+@kernel
+def binned_means(data: float64[N], radius: float64[N], res: float64[10]):
+    for i in range(10):
+        r1 = i / 10.0
+        r2 = (i + 1) / 10.0
+        inside = np.logical_and(r1 <= radius, radius < r2)
+        res[i] = np.sum(data * inside) / np.sum(inside)
+
+
+@kernel
+def read_between(a: float64[N], y: float64[N]) -> float:
+    y[:] = a * 2.0
+    s = y[0] + 1.0          # reads what the first map wrote: stays after it
+    return np.sum(a * s)
+
+
+def test_scalar_statements_between_maps_move_before_the_first_when_they_commute():
+    rng = rng_for("fusion_hoist")
+    args = (rng.random(64), rng.random(64), np.zeros(10))
+    # the mask, the masked sum and the count: one map a bin, their `s = 0` before it
+    assert len(_maps(binned_means, args)) == 1
+    got, want = copy_args(args), copy_args(args)
+    binned_means(*got)
+    binned_means.py_func(*want)
+    np.testing.assert_allclose(got[2], want[2], rtol=1e-14)
+    args = (rng.random(9), np.zeros(9))
+    assert len(_maps(read_between, args)) == 2
+    got, want = copy_args(args), copy_args(args)
+    assert read_between(*got) == pytest.approx(read_between.py_func(*want), rel=1e-14)
+    np.testing.assert_array_equal(got[1], want[1])
 
 
 def unannotated_chain(sa, ct, p):
