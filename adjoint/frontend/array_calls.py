@@ -290,15 +290,15 @@ def _check_dtype(b, args, default=FLOAT64):
     if node is None or isinstance(node, ast.Constant) and node.value is None:
         return default
     dtype = _dtype(b, node)
-    if dtype in (FLOAT64, FLOAT32) or dtype is not None and dtype.kind in "iub":
+    if dtype in (FLOAT64, FLOAT32) or dtype is not None and dtype.kind in "iubc":
         return dtype
     what = f"dtype `{ast.unparse(node)}`"
     if dtype is None:
         raise b.src.error(node, f"{what} is not a dtype the kernel can tell; temporaries are "
                                 "float64 or float32: leave out dtype= or use np.float64")
     raise b.src.error(node, f"{what}: {dtype} temporaries are not supported yet "
-                            "(kernels compute in float64, float32, integers and bool); leave "
-                            "out dtype= or use np.float64")
+                            "(kernels compute in float64, float32, complex128, complex64, "
+                            "integers and bool); leave out dtype= or use np.float64")
 
 
 def _converted(value, dtype):
@@ -310,7 +310,7 @@ def _converted(value, dtype):
         return value if value.boolean else \
             ArrayExpr(value.shape, lambda index: truth(value.at(index)), True)
     cast = fp.as_float32 if dtype == FLOAT32 else fp.as_float64 if dtype.kind == "f" else \
-        fp.INT_CASTS[dtype.name]
+        fp.COMPLEX_CASTS[dtype.name] if dtype.kind == "c" else fp.INT_CASTS[dtype.name]
     return ArrayExpr(value.shape, lambda index: cast(number(value.at(index)), evaluate=False),
                      dtype=dtype)
 
@@ -323,7 +323,8 @@ def _dtype(b, node):
         return np.dtype(bool) if value.boolean else value_dtype(b, value)
     if isinstance(node, ast.Attribute) and b.ex._module(node.value) is np:
         spelled = getattr(np, node.attr, None)
-    elif isinstance(node, ast.Name) and b.ex._builtin_name(node) in ("float", "int", "bool"):
+    elif isinstance(node, ast.Name) and b.ex._builtin_name(node) in ("float", "int", "bool",
+                                                                     "complex"):
         spelled = node.id
     elif isinstance(node, ast.Constant) and isinstance(node.value, str):
         spelled = node.value
@@ -419,8 +420,15 @@ def _eye(b, node, args):
                                                      sp.Integer(0)), dtype=dtype)
 
 
+def _part(name, argument):
+    """``np.real(z)``, ``np.imag(z)``, ``z.conj()``: each element's (``frontend/complexes.py``
+    splits it); ``z.real`` reads the same (arrays.py)."""
+    return lambda b, node, args: b.combine(node, UNARY[name],
+                                           [_required(b, node, args, argument)])
+
+
 def _scalar_type(b, node, args):
-    """``np.float64(x)``, ``np.float32(x)``: a copy converted, as ``x.astype(...)``."""
+    """``np.float64(x)``, ``np.complex128(x)``: a copy converted, as ``x.astype(...)``."""
     return _copy(b, node, {"a": _required(b, node, args, "x"), "dtype": node.func})
 
 
@@ -1057,6 +1065,10 @@ NUMPY = {
     "float64": (_scalar_type, ("x",), ()),
     "double": (_scalar_type, ("x",), ()),
     "float32": (_scalar_type, ("x",), ()),
+    "complex128": (_scalar_type, ("x",), ()),
+    "complex64": (_scalar_type, ("x",), ()),
+    "real": (_part("real", "val"), ("val",), ()),
+    "imag": (_part("imag", "val"), ("val",), ()),
     "ndarray": (_filled(0, empty=True), ("shape", "dtype"), ()),
     "copy": (_copy, ("a",), ()),
     "array": (_array(True), ("object", "dtype"), ()),
@@ -1107,6 +1119,8 @@ METHODS = {name: NUMPY[name] for name in ("sum", "prod", "max", "min", "mean", "
 METHODS.update({
     "copy": (_copy, ("a",), ()),
     "astype": (_copy, ("a", "dtype"), ()),
+    "conj": (_part("conj", "a"), ("a",), ()),
+    "conjugate": (_part("conj", "a"), ("a",), ()),
     "transpose": (_method_transpose, ("a",) + VARARGS, ()),
     "reshape": (_method_reshape, ("a",) + VARARGS, ()),
     "ravel": (_ravel, ("a",), ()),

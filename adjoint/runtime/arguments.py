@@ -88,7 +88,23 @@ def _array(sdfg, p, v, env, source, written, writes):
         low, high = value_range(p.name)
         env[low], env[high] = (_clip(v.min()), _clip(v.max())) if v.size else (0, -1)
         source[low] = source[high] = p.name
-    return v
+    return as_parts(v)
+
+
+def as_parts(v):
+    """A complex array as the kernel's container holds it (``frontend/complexes.py``): a
+    view with a last axis of (real, imaginary); another array as it is."""
+    if v.dtype.kind != "c":
+        return v
+    return v.reshape(-1).view(v.real.dtype).reshape(v.shape + (2,))
+
+
+def as_complex(parts):
+    """The complex array whose parts (last axis) ``parts`` holds, a view where it can; a
+    Python complex for one number."""
+    parts = np.ascontiguousarray(parts)
+    z = parts.reshape(-1).view(np.result_type(parts.dtype, 1j)).reshape(parts.shape[:-1])
+    return complex(z) if z.ndim == 0 else z
 
 
 def refuse_read_only(sdfg, name):
@@ -188,7 +204,10 @@ class Binding:
         self.floats = [(k, p) for k, p in enumerate(params) if p.kind == "float"]
         # An index array of another integer dtype was copied, after a look at its values:
         # no later call may skip that, and this one uses the copy.
-        self.reusable = all(values[n] is args[k] for k, n in self.arrays)
+        self.complex = [(k, p.name) for k, p in enumerate(params)
+                        if p.kind == "array" and p.dtype.kind == "c"]
+        self.reusable = all(values[n] is args[k] for k, n in self.arrays
+                            if (k, n) not in self.complex)
         self._values = None if self.reusable else values
         self.read_only = {n for k, n in self.arrays if not args[k].flags.writeable}
         position = {s: j for j, s in enumerate(sdfg.symbols)}
@@ -203,6 +222,8 @@ class Binding:
         if self._values is not None:            # not reusable: the call that made it
             return self.syms, dict(self._values)
         values = {n: args[k] for k, n in self.arrays}
+        for k, n in self.complex:
+            values[n] = as_parts(args[k])
         for k, p in self.floats:
             buffer = values[p.name] = np.empty(1)
             v = args[k]
