@@ -140,6 +140,13 @@ def assign_subscript(b, stmt, target, value, op):
     items = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
     if len(items) == 1 and b._is_mask(items[0]):
         return _assign_mask(b, stmt, target, value, op)
+    if isinstance(target.value, ast.Attribute) and target.value.attr in ("real", "imag"):
+        whole = f"{ast.unparse(target.value.value)}[{ast.unparse(target.slice)}]"
+        other = "v + 1j * " + whole + ".imag" if target.value.attr == "real" else \
+            whole + ".real + 1j * v"
+        raise b.src.error(target, f"cannot assign to `{ast.unparse(target)}`: the parts of a "
+                                  f"complex array are read-only in kernels; assign whole "
+                                  f"elements, `{whole} = {other}`")
     dest = b.expr(target)
     if dest.view is None:
         raise b.src.error(target, f"cannot assign to `{ast.unparse(target)}`: it is a "

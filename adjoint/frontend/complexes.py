@@ -199,13 +199,16 @@ class Parts:
                     fp.np_hypot(re, im, evaluate=False)), ZERO
         if all(im == ZERO for _, im in args):
             return _rebuilt(e, real), ZERO
+        return self._function(e, args)
+
+    def _function(self, e, args):
+        if isinstance(e, fp._Choice):
+            raise _unordered(self.line)
         if len(args) != 1:
             raise self.error(f"`{type(e).__name__}`")
-        return self._function(e, *args[0])
-
-    def _function(self, e, a, b):
-        exp, cos, sin = (lambda x: f(x, evaluate=False) for f in (sp.exp, sp.cos, sp.sin))
-        cosh, sinh = (lambda x: f(x, evaluate=False) for f in (sp.cosh, sp.sinh))
+        (a, b), = args
+        exp, cos, sin, cosh, sinh = (lambda x, f=f: f(x, evaluate=False)
+                                     for f in (sp.exp, sp.cos, sp.sin, sp.cosh, sp.sinh))
         if isinstance(e, sp.exp):                    # e^a (cos b, sin b)
             r = exp(a)
             return fp.mul(r, cos(b)), fp.mul(r, sin(b))
@@ -216,7 +219,7 @@ class Parts:
             return fp.mul(sin(a), cosh(b)), fp.mul(cos(a), sinh(b))
         if isinstance(e, sp.cos):
             return fp.mul(cos(a), cosh(b)), fp.neg(fp.mul(sin(a), sinh(b)))
-        raise self.error(f"np.{type(e).__name__.lower()}")
+        raise self.error(f"`{type(e).__name__}`")
 
     def _product(self, factors):
         out = None
@@ -264,12 +267,16 @@ class Parts:
         if isinstance(c, sp.core.relational.Relational):
             parts = [self(a) for a in c.args]
             if any(im != ZERO for _, im in parts):
-                raise ComplexError("complex values have no order (`<`, `>`, max, min); "
-                                   "compare their .real or abs()", self.line)
+                raise _unordered(self.line)
             return _rebuilt(c, [re for re, _ in parts])
         if isinstance(c, sp.logic.boolalg.BooleanFunction):
             return c.func(*(self._condition(a) for a in c.args), evaluate=False)
         return c
+
+
+def _unordered(line):
+    return ComplexError("complex values have no order (`<`, `>`, max, min); compare their "
+                        ".real or abs()", line)
 
 
 def _rebuilt(e, args):
