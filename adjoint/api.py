@@ -730,7 +730,8 @@ def jvp(k: Kernel, primals, tangents):
     for name in spec.written_arrays:
         values[name] = values[name].copy()
     for name, t in tangents.items():
-        expected = np.shape(values[name]) if spec.argument(name).kind == "array" else ()
+        expected = np.shape(spec.user(name, values[name])) \
+            if spec.argument(name).kind == "array" else ()
         if np.shape(t) != expected:
             raise ArgumentError(f"tangent for {name!r} has shape {np.shape(t)}, the argument "
                                 f"has shape {expected}")
