@@ -44,6 +44,7 @@ class Weak:
 
 WEAK_INT, WEAK_FLOAT, WEAK_COMPLEX = Weak("int"), Weak("float"), Weak("complex")
 FLOAT32, FLOAT64 = np.dtype(np.float32), np.dtype(np.float64)
+COMPLEX128 = np.dtype(np.complex128)
 _WEAK_VALUE = {WEAK_INT: 0, WEAK_FLOAT: 0.0, WEAK_COMPLEX: 0j}
 # Functions of complex values whose value is real: the parts' dtype (complexes.COMPONENT)
 _REAL_OF = (sp.re, sp.im, sp.Abs, sp.arg)
@@ -249,12 +250,24 @@ def value_dtype(b, value):
     if value.view is not None and value.view.container.name not in _inferred(b):
         return value.view.container.dtype
     inputs, expr = tasklet_body(b.ex, lambda: number(value.at(AXES[:value.rank])))
+    return _stored_dtype(b, inputs, expr)
+
+
+def _stored_dtype(b, inputs, expr):
     weak = {a.name for a in b.kernel.arguments if a.kind == "float"}
-    containers = b.kernel.containers
-    found = {n: None for n in _inferred(b)}
-    d = dtype_of(expr, _symbol_dtypes(Tasklet(inputs, ()), containers, found, weak))
+    found = {n: COMPLEX128 if n in b.kernel.complex_stored else None for n in _inferred(b)}
+    d = dtype_of(expr, _symbol_dtypes(Tasklet(inputs, ()), b.kernel.containers, found, weak))
     return d if isinstance(d, np.dtype) else np.dtype(np.int64) if d is WEAK_INT else \
-        np.dtype(np.complex128) if d is WEAK_COMPLEX else FLOAT64
+        COMPLEX128 if d is WEAK_COMPLEX else FLOAT64
+
+
+def note_store(b, name, inputs, expr):
+    """Remember that a temporary whose dtype is decided later holds complex values, for
+    the choices made while building (``value_dtype``: a product of complex operands is
+    no BLAS call)."""
+    if name in _inferred(b) and name not in b.kernel.complex_stored and \
+            is_complex(_stored_dtype(b, inputs, expr)):
+        b.kernel.complex_stored.add(name)
 
 
 def _inferred(b):
@@ -287,7 +300,7 @@ def assign(body, containers, inferred, weak, filename="<kernel>"):
     out = dict(containers)
     for name, d in found.items():
         if d is WEAK_COMPLEX:
-            d = found[name] = np.dtype(np.complex128)
+            d = found[name] = COMPLEX128
         if is32(d) or isinstance(d, np.dtype) and d.kind in "iuc":
             out[name] = _with_dtype(containers[name], d)
         elif d is WEAK_INT and containers[name].is_scalar:     # a Python int: int64 is exact
@@ -346,7 +359,7 @@ def _symbol_dtypes(tasklet, containers, found, weak):
             d = found[name]
             if not isinstance(d, np.dtype):         # held exactly (ints in int64)
                 return (d or WEAK_FLOAT) if containers[name].is_scalar else \
-                    np.dtype(np.complex128) if d is WEAK_COMPLEX else FLOAT64
+                    COMPLEX128 if d is WEAK_COMPLEX else FLOAT64
             return d if is32(d) or d.kind in "iuc" else FLOAT64
         return containers[name].dtype
     return of

@@ -45,6 +45,7 @@ class KernelBuilder(LoopLowering, CallLowering, ArrayLowering):
         self.sizes = sizes or {}    # symbol name -> value at the call being compiled
         self.containers, self.arguments, self.symbols = {}, [], []
         self.typed = set()          # transients whose dtype the code names (dtypes.py)
+        self.complex_stored = set()     # the others holding complex values (dtypes.py)
         self.scope = {}
         self._counter = 0
         self._bind_arguments(types)
