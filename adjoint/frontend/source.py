@@ -252,6 +252,8 @@ def declared_types(func):
         if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
             continue            # a kernel refuses them (check_parameters), a callee binds them
         ann = annotations.get(name)
+        if ann is complex:                  # a number: a 0-d complex128 array (read only)
+            ann = ArrayType(np.dtype(np.complex128), ())
         if ann is not None and not (isinstance(ann, ArrayType) or ann is int or ann is float):
             raise KernelSyntaxError(f"parameter {name!r} is annotated {ann!r}; use float64[...], "
                                     "float32[...], int or float", *_where(func))
@@ -321,5 +323,7 @@ def type_of_value(name, value, what=None):
         return int
     if isinstance(value, (float, np.floating)):
         return float
+    if isinstance(value, (complex, np.complexfloating)):     # passed as a 0-d array
+        return ArrayType(np.result_type(value, 1j), ())
     raise ArgumentError(f"{what}: expected a NumPy array, an int or a float, "
                         f"got {type(value).__name__}")

@@ -65,6 +65,9 @@ def _float(p, v):
 
 
 def _array(sdfg, p, v, env, source, written, writes):
+    if p.dtype.kind == "c" and not p.shape and isinstance(v, (int, float, complex, np.number)) \
+            and not isinstance(v, (bool, np.bool_)):
+        v = np.array(v, p.dtype)            # a complex number (frontend/source.py)
     if not isinstance(v, np.ndarray):
         raise ArgumentError(f"argument {p.name!r} must be a NumPy array of {p.dtype}, got "
                             f"{type(v).__name__}")
@@ -94,6 +97,8 @@ def _array(sdfg, p, v, env, source, written, writes):
 def as_parts(v):
     """A complex array as the kernel's container holds it (``frontend/complexes.py``): a
     view with a last axis of (real, imaginary); another array as it is."""
+    if not isinstance(v, np.ndarray):       # a complex number
+        v = np.array(v, np.result_type(v, 1j))
     if v.dtype.kind != "c":
         return v
     return v.reshape(-1).view(v.real.dtype).reshape(v.shape + (2,))
@@ -145,7 +150,7 @@ def _bind_symbol(sdfg, name, value, env, source, arg, symbol=None):
 
 
 def _check_shape(p, v, env, source):
-    for k, (size, actual) in enumerate(zip(p.shape, v.shape)):
+    for k, (size, actual) in enumerate(zip(p.shape, np.shape(v))):
         if size.is_Symbol and size in env:
             if env[size] == actual:
                 continue
@@ -209,10 +214,10 @@ class Binding:
         self.reusable = all(values[n] is args[k] for k, n in self.arrays
                             if (k, n) not in self.complex)
         self._values = None if self.reusable else values
-        self.read_only = {n for k, n in self.arrays if not args[k].flags.writeable}
+        self.read_only = {n for k, n in self.arrays if not np.asarray(args[k]).flags.writeable}
         position = {s: j for j, s in enumerate(sdfg.symbols)}
         self.ranges = [(k, *(position[s] for s in value_range(n)))
-                       for k, n in self.arrays if args[k].dtype.kind in "iu"
+                       for k, n in self.arrays if np.asarray(args[k]).dtype.kind in "iu"
                        and all(s in position for s in value_range(n))]
         self.memo = {}
 
@@ -248,4 +253,5 @@ class Binding:
 def _own_memory(arrays):
     """Whether the arrays are distinct and each owns its memory: then none shares any
     (np.shares_memory is the test otherwise)."""
-    return all(v.flags.owndata for v in arrays) and len({id(v) for v in arrays}) == len(arrays)
+    return all(v.flags.owndata for v in arrays if isinstance(v, np.ndarray)) and \
+        len({id(v) for v in arrays}) == len(arrays)     # a complex number: a new array

@@ -92,6 +92,20 @@ def test_grad():
     check_grad(in_place_loss, (z, w), ("z", "w"))
 
 
+@kernel
+def scalar_loss(z, w: complex):
+    return np.sum(np.abs(np.exp(w * z)) ** 2) + (w * w).real
+
+
+def test_grad_of_a_complex_number():
+    z, w = crandom(3) * 0.5, 0.3 - 0.4j
+    got = grad(scalar_loss, ("z", "w"))(z, w)
+    want = [central(lambda z, w: scalar_loss.py_func(z, w), (z, w), 1, 1.0) -
+            1j * central(lambda z, w: scalar_loss.py_func(z, w), (z, w), 1, 1j)]
+    np.testing.assert_allclose(got[1], want[0], rtol=1e-7)
+    np.testing.assert_allclose(got[0], fd_gradient(scalar_loss.py_func, (z, w), 0), rtol=1e-7)
+
+
 def test_abs_squared_is_jax_example():
     """JAX's own example: grad of x**2 + y**2 at 3 + 4j is 6 - 8j."""
     @kernel

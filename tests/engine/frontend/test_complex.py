@@ -176,3 +176,20 @@ def test_refused(k, message):
     with pytest.raises(KernelSyntaxError, match=message) as info:
         k(crandom(3), np.zeros(3)) if k is dropped_imaginary else k(crandom(3))
     assert "test_complex.py" in str(info.value)
+
+
+@kernel
+def scaled(z, w: complex, x):
+    return z * w + x * w.imag, abs(w)
+
+
+def test_complex_numbers_as_arguments():
+    z, x = crandom(3), RNG.standard_normal(3)
+    check(scaled, z, 0.5 - 2j, x)
+    check(scaled, z, 1.5, x)                # a real number for a complex parameter
+    check(scaled_unannotated, z, np.complex128(1j), x)
+
+
+@kernel
+def scaled_unannotated(z, w, x):
+    return z * w + x * w.imag, abs(w)
