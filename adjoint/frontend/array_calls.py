@@ -348,7 +348,7 @@ def _filled(fill, empty=False):
     def handler(b, node, args):
         dtype = _check_dtype(b, args, FLOAT64 if fill is not None else None)
         shape = _shape(b, _required(b, node, args, "shape"))
-        _check_sizes(b, node, shape)
+        _check_sizes(b, node, shape, dtype)
         return _fill(b, node, args, fill, shape, empty, dtype)
     return handler
 
@@ -366,9 +366,10 @@ def _fill(b, node, args, fill, shape, empty, dtype):
     return constant(sp.Integer(fill), shape, empty=empty, dtype=dtype)
 
 
-def _check_sizes(b, node, shape):
+def _check_sizes(b, node, shape, dtype=None):
     """A new array's sizes must not be negative (NumPy raises) and its bytes must be
-    countable in int64: checked once per call where sympy cannot tell."""
+    countable in int64 (8 bytes an element, a complex one's two parts 16): checked once
+    per call where sympy cannot tell."""
     if not all(n.free_symbols <= set(b.kernel.symbols) for n in shape):
         return          # sized by a loop variable: no per-call check (nor temporary)
     what = ast.unparse(node)
@@ -377,7 +378,7 @@ def _check_sizes(b, node, shape):
             raise b.src.error(node, f"`{what}`: the size {n} is negative")
         if not n.is_nonnegative:
             b.assume(node, sp.Ge(n, 0), f"`{what}`: the size {n} is negative")
-    nbytes = 8 * volume(shape)
+    nbytes = (16 if dtype is not None and dtype.kind == "c" else 8) * volume(shape)
     if Fits(nbytes) == sp.false:
         raise b.src.error(node, f"`{what}` has more bytes than int64 can count")
     if Fits(nbytes) != sp.true:

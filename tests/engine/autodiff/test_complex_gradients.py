@@ -106,6 +106,19 @@ def test_grad_of_a_complex_number():
     np.testing.assert_allclose(got[0], fd_gradient(scalar_loss.py_func, (z, w), 0), rtol=1e-7)
 
 
+@kernel
+def single_loss(z):
+    return np.sum(np.abs(z * z + 1j) ** 2)
+
+
+def test_complex64_gradient_is_complex64():
+    z = crandom(4).astype(np.complex64)
+    got = grad(single_loss, "z")(z)
+    assert got.dtype == np.complex64
+    want = fd_gradient(single_loss.py_func, (z.astype(np.complex128),), 0)
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
 def test_abs_squared_is_jax_example():
     """JAX's own example: grad of x**2 + y**2 at 3 + 4j is 6 - 8j."""
     @kernel

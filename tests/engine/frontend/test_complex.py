@@ -77,7 +77,19 @@ def complex_scalar(z: complex128[N]):
     return s
 
 
+@kernel
+def dft(x):                         # a Fourier transform written as loops
+    n = x.shape[0]
+    out = np.zeros(n, dtype=np.complex128)
+    for k in range(n):
+        for j in range(n):
+            out[k] += x[j] * np.exp(-2j * np.pi * k * j / n)
+    return out
+
+
 def test_loops():
+    x = crandom(8)
+    np.testing.assert_allclose(dft(x), np.fft.fft(x), rtol=1e-12, atol=1e-13)
     z, w, x = crandom(6), crandom(6), RNG.standard_normal(6)
     check(elementwise_loop, z, w, x)
     check(powers, z)
