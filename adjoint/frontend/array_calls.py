@@ -539,6 +539,14 @@ def _matmul(b, node, args):
                   b.expr(_required(b, node, args, "b")))
 
 
+def _vdot(b, node, args):
+    """``np.vdot(a, b)``: the sum of ``conj(a) * b`` over their elements in C order."""
+    from .array_matmul import matmul
+    a, c = (_reshaped(b, node, b.expr(_required(b, node, args, k)), [sp.Integer(-1)])
+            for k in ("a", "b"))
+    return matmul(b, node, ArrayExpr(a.shape, lambda index: UNARY["conj"](a.at(index))), c)
+
+
 def _outer(b, node, args):
     from .array_matmul import outer
     return outer(b, node, b.expr(_required(b, node, args, "a")),
@@ -1113,6 +1121,7 @@ NUMPY = {
     "dot": (_matmul, ("a", "b"), ()),
     "matmul": (_matmul, ("a", "b"), ()),
     "outer": (_outer, ("a", "b"), ()),
+    "vdot": (_vdot, ("a", "b"), ()),
     "einsum": (_einsum, ("subscripts",) + VARARGS, ()),
 }
 METHODS = {name: NUMPY[name] for name in ("sum", "prod", "max", "min", "mean", "var", "std",

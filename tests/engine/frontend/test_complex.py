@@ -123,7 +123,7 @@ def created(x):
 
 @kernel
 def products(a, b, v):
-    return a @ b, np.dot(a, v), v @ v, a.T @ b
+    return a @ b, np.dot(a, v), v @ v, a.T @ b, np.vdot(a, b), np.vdot(v, v).real
 
 
 def test_whole_arrays():
