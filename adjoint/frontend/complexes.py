@@ -98,6 +98,11 @@ class _Realify(Transformer):
         (m, e), = t.outputs
         re, im = Parts(pairs, t.line)(e)
         if m.data not in self.complex:
+            if im != ZERO and m.data.startswith("__"):     # an engine's temporary
+                raise ComplexError("a complex value reaches an operation computed in real "
+                                   "numbers (a BLAS or LAPACK call's operand); take its "
+                                   ".real, .imag or abs(), or write the operation as loops",
+                                   t.line)
             if im != ZERO:
                 raise ComplexError(f"a complex value is stored into the real array "
                                    f"{m.data!r}; store its .real, .imag or abs() (NumPy "

@@ -20,6 +20,11 @@ operands converted to float32 (a weak ``0.1`` becomes ``float32(0.1)``), its res
 rounded once (``as_float32``, printed as a cast of the double result); an integer one
 inside a cast to its dtype (``INT_CASTS``, printed as arithmetic modulo 2**64 truncated
 to the width: NumPy's wrap-around); integers meeting floats converted (``as_float64``).
+
+Complex values follow the same rules (``1j`` is ``WEAK_COMPLEX``; ``re``, ``im``, ``abs``
+and ``arg`` of a complex value have its parts' dtype); once the dtypes are decided,
+``complexes.realify`` writes them out as their real parts, which are then rounded as
+any float64 or float32 value.
 """
 import numpy as np
 import sympy as sp
