@@ -18,12 +18,12 @@ from .api import Kernel, configure, grad, jvp, kernel, value_and_grad, vjp  # no
 from .errors import (AdjointError, ArgumentError, AssertionFailed, BoundsError, CompileError,
                      DeviceError, KernelSyntaxError, LinAlgError)
 from .options import options
-from .types import (bool_, float32, float64, int8, int16, int32, int64, symbol, uint8, uint16,
+from .types import (bool_, complex64, complex128, float32, float64, int8, int16, int32, int64, symbol, uint8, uint16,
                     uint32, uint64)
 
 __version__ = "0.1.0"
 __all__ = ["Kernel", "kernel", "grad", "value_and_grad", "vjp", "jvp", "symbol", "float64",
-           "float32", "int64", "int32", "int16", "int8", "uint64", "uint32", "uint16", "uint8",
+           "float32", "complex128", "complex64", "int64", "int32", "int16", "int8", "uint64", "uint32", "uint16", "uint8",
            "bool_", "configure", "options", "AdjointError",
            "ArgumentError",
            "AssertionFailed", "BoundsError", "CompileError", "DeviceError", "KernelSyntaxError",

@@ -22,7 +22,7 @@ from .frontend import RESULT, call_sizes, holds, read_source, type_of_value
 from .frontend.outside import HIDDEN, function_value, is_constant, outside_reads, value_key
 from .frontend.source import KernelFunction, check_parameters, decorated_source, \
     function_tree, with_defaults
-from .runtime.arguments import Binding, signature
+from .runtime.arguments import Binding, as_complex, as_parts, signature
 from .runtime.cuda import require_cuda
 from .runtime.memory import SMALL, BufferPool, HostMemory, idle, on_device
 from .sdfg import to_text
@@ -288,7 +288,7 @@ class Specialization:
         self.pool = BufferPool()        # host buffers a finished gradient call gave back
         self.transients = BufferPool()  # those of the last forward call
         self.floating_arguments = [a for a in self.sdfg.arguments if (
-            a.kind == "float" or (a.kind == "array" and a.dtype.kind == "f"))
+            a.kind == "float" or (a.kind == "array" and a.dtype.kind in "fc"))
             and not a.name.startswith(HIDDEN)]
         self.floating = [a.name for a in self.floating_arguments]
         written = written_containers(self.sdfg)     # tasklets, maps and matrix products
@@ -336,7 +336,8 @@ class Specialization:
         if status <= FAILED:                    # a library call failed
             raise self.failed(FAILED - status)
         result = returned_value({name: number(buffers[k][0]) if shape is None else
-                                 buffers[k].reshape(shape)
+                                 buffers[k].reshape(shape) if number is not complex else
+                                 as_complex(buffers[k].reshape(shape))
                                  for k, name, shape, number in plan.returns}) \
             if plan.single is None else float(buffers[plan.single][0])
         if plan.framed:
@@ -427,7 +428,12 @@ class Specialization:
         c = self.sdfg.containers[name]
         if c.is_scalar:                 # a Python number, as the kernel's own type
             return int(buffer[0]) if c.dtype.kind in "iu" else float(buffer[0])
-        return buffer.reshape(self.shape(c, syms))
+        value = buffer.reshape(self.shape(c, syms))
+        return as_complex(value) if c.complex else value
+
+    def user(self, name, value):
+        """An argument's buffer as the caller sees it: a complex array from its parts."""
+        return as_complex(value) if self.sdfg.containers[name].complex else value
 
     def explain(self):
         lines = [to_text(self.sdfg)]
@@ -472,7 +478,7 @@ class ForwardPlan:
             elif c.name in spec.sdfg.returns:
                 how = "returned filled" if c.name in spec.filled_first and not c.is_scalar \
                     else "returned"
-                number = int if dtype.kind in "iu" else float   # a returned scalar's type
+                number = complex if c.complex else int if dtype.kind in "iu" else float
                 self.returns.append((k, c.name, None if c.is_scalar else spec.shape(c, syms),
                                      number))
             else:
@@ -572,6 +578,9 @@ def _check_wrt(k, spec, wrt):
         if n not in spec.floating:
             raise ArgumentError(f"wrt={n!r}: {k.__name__}() has no floating-point argument "
                                 f"{n!r}; differentiable arguments: {spec.floating}")
+    if spec.sdfg.result is not None and spec.sdfg.containers[RESULT].complex:
+        raise AdjointError(f"{k.__name__}() returns a complex number: grad needs a real "
+                           "loss (abs(z) ** 2, z.real); or use vjp with a complex cotangent")
     if spec.sdfg.result is None:
         what = "returns no scalar" if not spec.sdfg.returns else \
             f"returns {', '.join(output_key(n) for n in spec.sdfg.returns)}, not one number"
@@ -639,7 +648,7 @@ def vjp(k: Kernel, *args, memory_budget=None, policy=None, snapshots=None):
     sweep = Sweep(spec, spec.backward(spec.floating, outputs), args, reusable=True,
                   budget=memory_budget, policy=policy, snapshots=snapshots, binding=binding)
     spec.last_sweep = sweep
-    outs = {n: sweep.value(n).copy() for n in spec.written_arrays}
+    outs = {n: spec.user(n, sweep.value(n).copy()) for n in spec.written_arrays}
     for n in spec.sdfg.returns:
         value = spec.returned(n, sweep.value(n), sweep.syms)
         outs[output_key(n)] = value.copy() if isinstance(value, np.ndarray) else value
@@ -664,7 +673,7 @@ def vjp(k: Kernel, *args, memory_budget=None, policy=None, snapshots=None):
                                     f"has shape {want}")
         back = sweep.reverse({containers[n]: v for n, v in cotangents.items() if n in outs})
         for n in set(cotangents) & set(unchanged):
-            back[n] = back[n] + np.asarray(cotangents[n], dtype=np.float64)
+            back[n] = back[n] + np.asarray(cotangents[n], dtype=back[n].dtype)
         return back
 
     # Its buffers are the next call's once the pullback is gone, even while spec.last_sweep
@@ -721,20 +730,22 @@ def jvp(k: Kernel, primals, tangents):
     for name in spec.written_arrays:
         values[name] = values[name].copy()
     for name, t in tangents.items():
-        expected = np.shape(values[name]) if spec.argument(name).kind == "array" else ()
+        expected = np.shape(spec.user(name, values[name])) \
+            if spec.argument(name).kind == "array" else ()
         if np.shape(t) != expected:
             raise ArgumentError(f"tangent for {name!r} has shape {np.shape(t)}, the argument "
                                 f"has shape {expected}")
-        values[tangent_name(name)] = np.array(t, dtype=values[name].dtype).reshape(-1)
+        values[tangent_name(name)] = as_parts(np.array(t, dtype=spec.argument(name).dtype)) \
+            .reshape(-1)
     tan = spec.tangent(tangents)
     buffers = spec.buffers(values, syms, tan.layout.containers)
     spec.run(tan.module, 0, syms, buffers)
     by_name = {c.name: b for c, b in zip(tan.layout.containers, buffers)}
     outs, dots = {}, {}
     for name in spec.written_arrays:
-        outs[name] = by_name[name]
         d = by_name.get(tangent_name(name))
-        dots[name] = d.reshape(outs[name].shape) if d is not None else np.zeros_like(outs[name])
+        d = d.reshape(by_name[name].shape) if d is not None else np.zeros_like(by_name[name])
+        outs[name], dots[name] = spec.user(name, by_name[name]), spec.user(name, d)
     for name in spec.sdfg.returns:
         key = output_key(name)
         outs[key] = spec.returned(name, by_name[name], syms)

@@ -27,7 +27,7 @@ from .codegen.c import FAILED
 from .errors import AdjointError
 from .frontend import RESULT
 from .options import options
-from .runtime.arguments import Binding
+from .runtime.arguments import Binding, as_complex, as_parts
 from .runtime.memory import SMALL, idle, memory_for, on_device
 
 FORWARD, RECORD, REVERSE = 0, 1, 2
@@ -428,8 +428,11 @@ class Sweep:
         adjoints, choices = self.adjoints, self.plan.choices
         for name, cot in cotangents.items():
             g = adjoints.get(adjoint_name(name))
-            if g is not None:
-                g[...] = cot if type(cot) is float else np.asarray(cot, g.dtype).reshape(-1)
+            if g is None:
+                continue
+            if self.spec.sdfg.containers[name].complex:     # JAX's convention (api.py)
+                cot = as_parts(np.conj(np.asarray(cot, np.result_type(g.dtype, 1j))))
+            g[...] = cot if type(cot) is float else np.asarray(cot, g.dtype).reshape(-1)
         for i in range(len(choices) - 1, -1, -1):
             self._reverse_region(i, choices[i], state)
         if self.reusable:
@@ -520,6 +523,8 @@ class Sweep:
                 del adjoints[adjoint]
                 g = self.mem.hand_out(g)
             out[name] = float(g[0]) if number else g.reshape(value.shape)
+            if self.spec.sdfg.containers[name].complex:     # JAX's convention (api.py)
+                out[name] = np.conj(as_complex(out[name]))
         return out
 
     def _release(self):

@@ -47,6 +47,8 @@ class DType:
 
 float64 = DType(np.dtype(np.float64))
 float32 = DType(np.dtype(np.float32))
+complex128 = DType(np.dtype(np.complex128))   # their parts differentiated (api.py)
+complex64 = DType(np.dtype(np.complex64))
 int64 = DType(np.dtype(np.int64))      # integer arrays: never differentiated
 int32 = DType(np.dtype(np.int32))
 int16, int8 = DType(np.dtype(np.int16)), DType(np.dtype(np.int8))

@@ -290,15 +290,15 @@ def _check_dtype(b, args, default=FLOAT64):
     if node is None or isinstance(node, ast.Constant) and node.value is None:
         return default
     dtype = _dtype(b, node)
-    if dtype in (FLOAT64, FLOAT32) or dtype is not None and dtype.kind in "iub":
+    if dtype in (FLOAT64, FLOAT32) or dtype is not None and dtype.kind in "iubc":
         return dtype
     what = f"dtype `{ast.unparse(node)}`"
     if dtype is None:
         raise b.src.error(node, f"{what} is not a dtype the kernel can tell; temporaries are "
                                 "float64 or float32: leave out dtype= or use np.float64")
     raise b.src.error(node, f"{what}: {dtype} temporaries are not supported yet "
-                            "(kernels compute in float64, float32, integers and bool); leave "
-                            "out dtype= or use np.float64")
+                            "(kernels compute in float64, float32, complex128, complex64, "
+                            "integers and bool); leave out dtype= or use np.float64")
 
 
 def _converted(value, dtype):
@@ -310,7 +310,7 @@ def _converted(value, dtype):
         return value if value.boolean else \
             ArrayExpr(value.shape, lambda index: truth(value.at(index)), True)
     cast = fp.as_float32 if dtype == FLOAT32 else fp.as_float64 if dtype.kind == "f" else \
-        fp.INT_CASTS[dtype.name]
+        fp.COMPLEX_CASTS[dtype.name] if dtype.kind == "c" else fp.INT_CASTS[dtype.name]
     return ArrayExpr(value.shape, lambda index: cast(number(value.at(index)), evaluate=False),
                      dtype=dtype)
 
@@ -323,7 +323,8 @@ def _dtype(b, node):
         return np.dtype(bool) if value.boolean else value_dtype(b, value)
     if isinstance(node, ast.Attribute) and b.ex._module(node.value) is np:
         spelled = getattr(np, node.attr, None)
-    elif isinstance(node, ast.Name) and b.ex._builtin_name(node) in ("float", "int", "bool"):
+    elif isinstance(node, ast.Name) and b.ex._builtin_name(node) in ("float", "int", "bool",
+                                                                     "complex"):
         spelled = node.id
     elif isinstance(node, ast.Constant) and isinstance(node.value, str):
         spelled = node.value
@@ -347,7 +348,7 @@ def _filled(fill, empty=False):
     def handler(b, node, args):
         dtype = _check_dtype(b, args, FLOAT64 if fill is not None else None)
         shape = _shape(b, _required(b, node, args, "shape"))
-        _check_sizes(b, node, shape)
+        _check_sizes(b, node, shape, dtype)
         return _fill(b, node, args, fill, shape, empty, dtype)
     return handler
 
@@ -365,9 +366,10 @@ def _fill(b, node, args, fill, shape, empty, dtype):
     return constant(sp.Integer(fill), shape, empty=empty, dtype=dtype)
 
 
-def _check_sizes(b, node, shape):
+def _check_sizes(b, node, shape, dtype=None):
     """A new array's sizes must not be negative (NumPy raises) and its bytes must be
-    countable in int64: checked once per call where sympy cannot tell."""
+    countable in int64 (8 bytes an element, a complex one's two parts 16): checked once
+    per call where sympy cannot tell."""
     if not all(n.free_symbols <= set(b.kernel.symbols) for n in shape):
         return          # sized by a loop variable: no per-call check (nor temporary)
     what = ast.unparse(node)
@@ -376,7 +378,7 @@ def _check_sizes(b, node, shape):
             raise b.src.error(node, f"`{what}`: the size {n} is negative")
         if not n.is_nonnegative:
             b.assume(node, sp.Ge(n, 0), f"`{what}`: the size {n} is negative")
-    nbytes = 8 * volume(shape)
+    nbytes = (16 if dtype is not None and dtype.kind == "c" else 8) * volume(shape)
     if Fits(nbytes) == sp.false:
         raise b.src.error(node, f"`{what}` has more bytes than int64 can count")
     if Fits(nbytes) != sp.true:
@@ -419,8 +421,15 @@ def _eye(b, node, args):
                                                      sp.Integer(0)), dtype=dtype)
 
 
+def _part(name, argument):
+    """``np.real(z)``, ``np.imag(z)``, ``z.conj()``: each element's (``frontend/complexes.py``
+    splits it); ``z.real`` reads the same (arrays.py)."""
+    return lambda b, node, args: b.combine(node, UNARY[name],
+                                           [_required(b, node, args, argument)])
+
+
 def _scalar_type(b, node, args):
-    """``np.float64(x)``, ``np.float32(x)``: a copy converted, as ``x.astype(...)``."""
+    """``np.float64(x)``, ``np.complex128(x)``: a copy converted, as ``x.astype(...)``."""
     return _copy(b, node, {"a": _required(b, node, args, "x"), "dtype": node.func})
 
 
@@ -528,6 +537,14 @@ def _matmul(b, node, args):
     from .array_matmul import matmul
     return matmul(b, node, b.expr(_required(b, node, args, "a")),
                   b.expr(_required(b, node, args, "b")))
+
+
+def _vdot(b, node, args):
+    """``np.vdot(a, b)``: the sum of ``conj(a) * b`` over their elements in C order."""
+    from .array_matmul import matmul
+    a, c = (_reshaped(b, node, b.expr(_required(b, node, args, k)), [sp.Integer(-1)])
+            for k in ("a", "b"))
+    return matmul(b, node, ArrayExpr(a.shape, lambda index: UNARY["conj"](a.at(index))), c)
 
 
 def _outer(b, node, args):
@@ -1057,6 +1074,10 @@ NUMPY = {
     "float64": (_scalar_type, ("x",), ()),
     "double": (_scalar_type, ("x",), ()),
     "float32": (_scalar_type, ("x",), ()),
+    "complex128": (_scalar_type, ("x",), ()),
+    "complex64": (_scalar_type, ("x",), ()),
+    "real": (_part("real", "val"), ("val",), ()),
+    "imag": (_part("imag", "val"), ("val",), ()),
     "ndarray": (_filled(0, empty=True), ("shape", "dtype"), ()),
     "copy": (_copy, ("a",), ()),
     "array": (_array(True), ("object", "dtype"), ()),
@@ -1100,6 +1121,7 @@ NUMPY = {
     "dot": (_matmul, ("a", "b"), ()),
     "matmul": (_matmul, ("a", "b"), ()),
     "outer": (_outer, ("a", "b"), ()),
+    "vdot": (_vdot, ("a", "b"), ()),
     "einsum": (_einsum, ("subscripts",) + VARARGS, ()),
 }
 METHODS = {name: NUMPY[name] for name in ("sum", "prod", "max", "min", "mean", "var", "std",
@@ -1107,6 +1129,8 @@ METHODS = {name: NUMPY[name] for name in ("sum", "prod", "max", "min", "mean", "
 METHODS.update({
     "copy": (_copy, ("a",), ()),
     "astype": (_copy, ("a", "dtype"), ()),
+    "conj": (_part("conj", "a"), ("a",), ()),
+    "conjugate": (_part("conj", "a"), ("a",), ()),
     "transpose": (_method_transpose, ("a",) + VARARGS, ()),
     "reshape": (_method_reshape, ("a",) + VARARGS, ()),
     "ravel": (_ravel, ("a",), ()),

@@ -7,7 +7,8 @@ operands that are whole float64 containers (or the transpose of one) are used in
 place, anything else (slices, expressions, float32) is first stored into a float64
 temporary, and the product goes into a new transient that the rest of the statement
 reads. A stack of matrices times one matrix (``(..., m, k) @ (k, n)``) is one MatMul
-too, the stack's rows taken as one matrix's. Everything else is a *contraction*, a
+too, the stack's rows taken as one matrix's. Everything else (complex operands too:
+no zgemm) is a *contraction*, a
 ``wcr="sum"`` map over the operands' elements in place (no copies): a dot product
 (vector @ vector: a loop, which vectorises; a call would gain nothing), operands
 whose sizes depend on loop variables (``A[i, :j] @ A[:j, j]``: the sum is a loop over
@@ -25,6 +26,7 @@ from ..sdfg import arithmetic as fp
 from .array_reductions import mean, reduction
 from .array_shapes import (AXES, ONE, ArrayExpr, broadcast_to, fmt_shape, number, reshape,
                            transpose, volume)
+from .complexes import is_complex
 from .dtypes import FLOAT32, FLOAT64, is32, promote, value_dtype
 from .array_stores import store, temporary
 
@@ -79,7 +81,8 @@ def matmul(b, node, left, right):
     b.agree(node, left.shape[-1], right.shape[-2 if right.rank > 1 else -1], left.shape,
             right.shape)
     if left.rank == right.rank == 1 or not _known_on_entry(b, left.shape + right.shape) \
-            or right.rank > 2:
+            or right.rank > 2 or is_complex(promote(value_dtype(b, left),
+                                                    value_dtype(b, right))):
         return contraction(b, node, left, right)
     if left.rank > 2:
         return _stacked(b, node, left, right)

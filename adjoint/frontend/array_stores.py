@@ -20,6 +20,7 @@ from ..sdfg import Container, LoopRegion, MapScope, Memlet, State, Tasklet
 from .array_shapes import (ONE, MaskValue, ViewValue, broadcast_to, fmt_shape, number, remap,
                            subscript, truth)
 from .expressions import RESULT, DataValue, IntValue
+from .dtypes import note_store
 from .masks import unmasked
 
 FLOAT64 = np.dtype(np.float64)
@@ -84,6 +85,7 @@ def store(b, target, new, line):
     def old():
         return b.ex._read(name, written)
     inputs, body = tasklet_body(b.ex, lambda: new(params, old))
+    note_store(b, name, inputs, body)
     if _overlaps(name, written, inputs, params, shape):
         tmp = temporary(b, None, view.container.shape, "__copy")   # shape: kernel sizes
         b.ex.prelude += _node(Tasklet(inputs, ((Memlet(tmp.name, written), body),), line),
@@ -140,6 +142,13 @@ def assign_subscript(b, stmt, target, value, op):
     items = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
     if len(items) == 1 and b._is_mask(items[0]):
         return _assign_mask(b, stmt, target, value, op)
+    if isinstance(target.value, ast.Attribute) and target.value.attr in ("real", "imag"):
+        whole = f"{ast.unparse(target.value.value)}[{ast.unparse(target.slice)}]"
+        other = "v + 1j * " + whole + ".imag" if target.value.attr == "real" else \
+            whole + ".real + 1j * v"
+        raise b.src.error(target, f"cannot assign to `{ast.unparse(target)}`: the parts of a "
+                                  f"complex array are read-only in kernels; assign whole "
+                                  f"elements, `{whole} = {other}`")
     dest = b.expr(target)
     if dest.view is None:
         raise b.src.error(target, f"cannot assign to `{ast.unparse(target)}`: it is a "

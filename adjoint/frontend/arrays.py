@@ -25,6 +25,7 @@ from .array_shapes import (AXES, ONE, ArrayExpr, MaskValue, View, ViewValue, bro
                            fmt_shape, number, remap, same_size, slice_axis, subscript, transpose,
                            truth)
 from ..sdfg import arithmetic as fp
+from ..sdfg.arithmetic import UNARY
 from ..sdfg.nodes import index_load
 from .expressions import BITS, COMPARE, DataValue, ExpressionBuilder, IntValue, real
 from .functions import floordiv, python_mod
@@ -94,10 +95,11 @@ def _of_dtype(value, dtype):
     """An element of a new array (``np.zeros(N)``, ``np.linspace``) as an array of the
     float dtype it was made in, not the Python number its elements are built from
     (``np.linspace(0.0, 1.0, N) * x32`` is float64 in NumPy; dtypes.py reads the cast)."""
-    if dtype is None or dtype.kind != "f" or any(not s.is_integer for s in
-                                                  getattr(value, "free_symbols", ())):
+    if dtype is None or dtype.kind not in "fc" or any(not s.is_integer for s in
+                                                       getattr(value, "free_symbols", ())):
         return value
-    cast = fp.as_float32 if dtype == np.float32 else fp.as_float64
+    cast = fp.COMPLEX_CASTS[dtype.name] if dtype.kind == "c" else \
+        fp.as_float32 if dtype == np.float32 else fp.as_float64
     return cast(value, evaluate=False)
 
 
@@ -245,6 +247,8 @@ class ArrayBuilder:
         if node.attr == "T":
             base = self.expr(node.value)
             return transpose(base, list(range(base.rank))[::-1])
+        if node.attr in ("real", "imag") and self.ex._module(node.value) is None:
+            return self.combine(node, UNARY[node.attr], [node.value])   # read, not a view
         if node.attr == "shape" and self.ex._module(node.value) is None:
             raise self.src.error(node, f"`{ast.unparse(node)}` is a tuple; index it "
                                        f"({ast.unparse(node)}[0]) to get a size")

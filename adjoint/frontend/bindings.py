@@ -104,6 +104,8 @@ class Bindings:
         if n == len(here):
             return False
         (kind_b, token_b, _), (kind_h, token_h, _) = bound[n], here[n]
+        if kind_b == "if" and token_b != token_h:   # bound in an ``if`` that has ended:
+            return True                             # the binding after it
         return kind_b == kind_h == "if" and token_b == token_h
 
     def _enters(self, name):

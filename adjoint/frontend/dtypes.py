@@ -20,6 +20,11 @@ operands converted to float32 (a weak ``0.1`` becomes ``float32(0.1)``), its res
 rounded once (``as_float32``, printed as a cast of the double result); an integer one
 inside a cast to its dtype (``INT_CASTS``, printed as arithmetic modulo 2**64 truncated
 to the width: NumPy's wrap-around); integers meeting floats converted (``as_float64``).
+
+Complex values follow the same rules (``1j`` is ``WEAK_COMPLEX``; ``re``, ``im``, ``abs``
+and ``arg`` of a complex value have its parts' dtype); once the dtypes are decided,
+``complexes.realify`` writes them out as their real parts, which are then rounded as
+any float64 or float32 value.
 """
 import numpy as np
 import sympy as sp
@@ -29,6 +34,7 @@ from ..errors import KernelSyntaxError
 from ..sdfg import arithmetic as fp
 from ..sdfg.nodes import MapScope, Tasklet
 from ..sdfg.visit import Transformer
+from .complexes import COMPONENT, PARTS_OF, ComplexError, is_complex, realify
 
 
 class Weak:
@@ -41,9 +47,12 @@ class Weak:
         return f"weak {self.name}"
 
 
-WEAK_INT, WEAK_FLOAT = Weak("int"), Weak("float")
+WEAK_INT, WEAK_FLOAT, WEAK_COMPLEX = Weak("int"), Weak("float"), Weak("complex")
 FLOAT32, FLOAT64 = np.dtype(np.float32), np.dtype(np.float64)
-_WEAK_VALUE = {WEAK_INT: 0, WEAK_FLOAT: 0.0}
+COMPLEX128 = np.dtype(np.complex128)
+_WEAK_VALUE = {WEAK_INT: 0, WEAK_FLOAT: 0.0, WEAK_COMPLEX: 0j}
+# Functions of complex values whose value is real: the parts' dtype (complexes.COMPONENT)
+_REAL_OF = (sp.re, sp.im, sp.Abs, sp.arg)
 
 # Functions whose value has their operands' dtype (integers stay integers); the others
 # of sdfg/arithmetic.py (sin, exp, hypot, ...) give floats (NumPy's loops: int -> float64).
@@ -74,14 +83,14 @@ def promote(*dtypes):
     strong = [d for d in known if isinstance(d, np.dtype)]
     weak = [d for d in known if not isinstance(d, np.dtype)]
     if not strong:
-        return (WEAK_FLOAT if WEAK_FLOAT in weak else WEAK_INT) if weak else None
+        return next((w for w in (WEAK_COMPLEX, WEAK_FLOAT, WEAK_INT) if w in weak), None)
     return np.result_type(*strong, *(_WEAK_VALUE[w] for w in weak))
 
 
 def floating(dtype):
     """The dtype of a float function (``np.sin``, ``/``) of a value of ``dtype``."""
-    if dtype is None or dtype is WEAK_FLOAT or isinstance(dtype, np.dtype) and \
-            dtype.kind == "f":
+    if dtype is None or dtype in (WEAK_FLOAT, WEAK_COMPLEX) or isinstance(dtype, np.dtype) \
+            and dtype.kind in "fc":
         return dtype
     if dtype is WEAK_INT:
         return WEAK_FLOAT
@@ -97,6 +106,8 @@ def dtype_of(expr, of_symbol, memo=None):
 
 
 def _dtype(e, of_symbol, memo):
+    if e is sp.I:
+        return WEAK_COMPLEX
     if isinstance(e, sp.Integer):
         return WEAK_INT
     if isinstance(e, (sp.Number, sp.NumberSymbol)):
@@ -107,15 +118,17 @@ def _dtype(e, of_symbol, memo):
         return FLOAT32
     if isinstance(e, fp.as_float64):
         return FLOAT64
-    if isinstance(e, fp.IntCast):
+    if isinstance(e, (fp.IntCast, fp.ComplexCast)):
         return np.dtype(e.dtype)
     if not isinstance(e, sp.Expr):
         return None                                 # conditions
-    if all(s.is_integer for s in e.free_symbols) and not e.has(sp.Float):
+    if all(s.is_integer for s in e.free_symbols) and not e.has(sp.Float, sp.I):
         return WEAK_INT     # sizes, loop variables, int(idx[k]) (a load): Python ints
     if isinstance(e, sp.Piecewise):
         return promote(*(dtype_of(a.expr, of_symbol, memo) for a in e.args))
     args = [dtype_of(a, of_symbol, memo) for a in e.args]
+    if isinstance(e, _REAL_OF):
+        return _real(promote(*args))
     if isinstance(e, sp.Pow):
         d = promote(*args)
         negative = e.exp.is_number and e.exp.is_negative
@@ -127,6 +140,13 @@ def _dtype(e, of_symbol, memo):
     if isinstance(e, (sp.Add, sp.Mul)) or isinstance(e, _SAME_TYPE):
         return promote(*args)
     return floating(promote(*args))                 # sin, exp, atan2, hypot, ...
+
+
+def _real(dtype):
+    """The dtype of a complex value's parts (a real value's own)."""
+    if dtype is WEAK_COMPLEX:
+        return WEAK_FLOAT
+    return COMPONENT[dtype] if is_complex(dtype) else dtype
 
 
 def rounded(expr, of_symbol):
@@ -235,11 +255,24 @@ def value_dtype(b, value):
     if value.view is not None and value.view.container.name not in _inferred(b):
         return value.view.container.dtype
     inputs, expr = tasklet_body(b.ex, lambda: number(value.at(AXES[:value.rank])))
+    return _stored_dtype(b, inputs, expr)
+
+
+def _stored_dtype(b, inputs, expr):
     weak = {a.name for a in b.kernel.arguments if a.kind == "float"}
-    containers = b.kernel.containers
-    found = {n: None for n in _inferred(b)}
-    d = dtype_of(expr, _symbol_dtypes(Tasklet(inputs, ()), containers, found, weak))
-    return d if isinstance(d, np.dtype) else np.dtype(np.int64) if d is WEAK_INT else FLOAT64
+    found = {n: COMPLEX128 if n in b.kernel.complex_stored else None for n in _inferred(b)}
+    d = dtype_of(expr, _symbol_dtypes(Tasklet(inputs, ()), b.kernel.containers, found, weak))
+    return d if isinstance(d, np.dtype) else np.dtype(np.int64) if d is WEAK_INT else \
+        COMPLEX128 if d is WEAK_COMPLEX else FLOAT64
+
+
+def note_store(b, name, inputs, expr):
+    """Remember that a temporary whose dtype is decided later holds complex values, for
+    the choices made while building (``value_dtype``: a product of complex operands is
+    no BLAS call)."""
+    if name in _inferred(b) and name not in b.kernel.complex_stored and \
+            is_complex(_stored_dtype(b, inputs, expr)):
+        b.kernel.complex_stored.add(name)
 
 
 def _inferred(b):
@@ -271,10 +304,17 @@ def assign(body, containers, inferred, weak, filename="<kernel>"):
                         found[m.data], changed = new, True
     out = dict(containers)
     for name, d in found.items():
-        if is32(d) or isinstance(d, np.dtype) and d.kind in "iu":
+        if d is WEAK_COMPLEX:
+            d = found[name] = COMPLEX128
+        if is32(d) or isinstance(d, np.dtype) and d.kind in "iuc":
             out[name] = _with_dtype(containers[name], d)
         elif d is WEAK_INT and containers[name].is_scalar:     # a Python int: int64 is exact
             out[name] = _with_dtype(containers[name], np.dtype(np.int64))
+    try:
+        body, out = realify(body, out)
+    except ComplexError as exc:
+        raise KernelSyntaxError(exc.args[0], filename, exc.args[1], 1) from None
+    found = {n: COMPONENT.get(d, d) if is_complex(d) else d for n, d in found.items()}
     return _Rounding(out, found, weak, filename).region(body), out
 
 
@@ -288,13 +328,13 @@ def _checked(fn, filename, line):
 def _typed(stores, containers):
     """Whether anything in the kernel is not float64: float32 or integer data in values,
     conversions, bit operations."""
-    if any(c.dtype == FLOAT32 for c in containers.values()):
+    if any(c.dtype == FLOAT32 or is_complex(c.dtype) for c in containers.values()):
         return True
     for t in stores:
         if any(containers[m.data].dtype.kind in "iu" for m in
                [m for _, m in t.inputs] + [m for m, _ in t.outputs]):
             return True
-        if any(e.has(fp.as_float32, fp._Bits) for _, e in t.outputs):
+        if any(e.has(fp.as_float32, fp._Bits, sp.I, *PARTS_OF) for _, e in t.outputs):
             return True
     return False
 
@@ -323,8 +363,9 @@ def _symbol_dtypes(tasklet, containers, found, weak):
         if name in found:
             d = found[name]
             if not isinstance(d, np.dtype):         # held exactly (ints in int64)
-                return (d or WEAK_FLOAT) if containers[name].is_scalar else FLOAT64
-            return d if is32(d) or d.kind in "iu" else FLOAT64
+                return (d or WEAK_FLOAT) if containers[name].is_scalar else \
+                    COMPLEX128 if d is WEAK_COMPLEX else FLOAT64
+            return d if is32(d) or d.kind in "iuc" else FLOAT64
         return containers[name].dtype
     return of
 

@@ -301,6 +301,10 @@ class ExpressionBuilder:
 
     def _value_Constant(self, node, elementwise):
         v = node.value
+        if isinstance(v, complex):                  # parts: frontend/complexes.py
+            imaginary = sp.Mul(sp.Float(v.imag), sp.I, evaluate=False)
+            return imaginary if v.real == 0 else sp.Add(sp.Float(v.real), imaginary,
+                                                        evaluate=False)
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise self.src.error(node, f"constant {v!r} is not a number")
         return sp.Integer(v) if isinstance(v, int) else sp.Float(v)
@@ -370,6 +374,8 @@ class ExpressionBuilder:
             return CONSTANTS[node.attr]
         if module is None and node.attr in ("size", "ndim"):
             return self.index(node)
+        if module is None and node.attr in ("real", "imag"):
+            return UNARY[node.attr](self._value(node.value, elementwise))
         raise self.src.error(node, f"attribute `{ast.unparse(node)}` is not supported; only "
                                    "A.shape[k], math.pi/np.pi and math.e are")
 
@@ -387,6 +393,10 @@ class ExpressionBuilder:
             return BUILTIN[name](*(self._value(a, elementwise) for a in args))
         if name == "float" and len(args) == 1:
             return self._value(args[0], elementwise)
+        if name == "complex" and len(args) in (1, 2):     # a + b*1j, its parts exact
+            parts = [self._value(a, elementwise) for a in args]
+            z = fp.as_complex128(parts[0], evaluate=False)
+            return fp.add(z, fp.mul(parts[1], sp.I)) if len(parts) == 2 else z
         if name in ("len", "int") and len(args) == 1:     # sizes as numbers: s / len(x)
             return self.index(node, f"`{ast.unparse(node)}`")
         if name in UNARY and len(args) == 1:
@@ -503,7 +513,8 @@ def _not_a_double(value):
     if not value.is_number:
         return False
     folded = fp.evaluated(value)
-    return bool(folded.has(sp.I, sp.zoo, sp.nan, sp.oo, -sp.oo)
+    return bool(folded.has(sp.zoo, sp.nan, sp.oo, -sp.oo)
+                or folded.has(sp.I) and not value.has(sp.I)      # (-1.0) ** 0.5
                 or folded.is_Integer and abs(folded) >= 2 ** 1024)
 
 

@@ -18,7 +18,8 @@ from .outside import as_library_calls, function_value, resolve
 
 ONE = sp.Integer(1)
 
-FLOAT_DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
+INEXACT_DTYPES = (np.dtype(np.float64), np.dtype(np.float32), np.dtype(np.complex128),
+                np.dtype(np.complex64))
 INT_DTYPES = tuple(np.dtype(t) for t in (np.int64, np.int32, np.int16, np.int8, np.uint64,
                                           np.uint32, np.uint16, np.uint8, np.bool_))
 # Other integer arrays are index arrays too: passed as int64 copies (runtime/arguments.py)
@@ -251,6 +252,8 @@ def declared_types(func):
         if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
             continue            # a kernel refuses them (check_parameters), a callee binds them
         ann = annotations.get(name)
+        if ann is complex:                  # a number: a 0-d complex128 array (read only)
+            ann = ArrayType(np.dtype(np.complex128), ())
         if ann is not None and not (isinstance(ann, ArrayType) or ann is int or ann is float):
             raise KernelSyntaxError(f"parameter {name!r} is annotated {ann!r}; use float64[...], "
                                     "float32[...], int or float", *_where(func))
@@ -305,20 +308,22 @@ def type_of_value(name, value, what=None):
     """The type an unannotated parameter takes from the value it is called with."""
     what = what or f"argument {name!r}"
     if isinstance(value, np.ndarray):
-        if value.dtype not in FLOAT_DTYPES + INT_DTYPES and value.dtype.kind not in "iu":
-            raise ArgumentError(f"{what}: arrays must be float64, float32, "
-                                f"integer or bool, got {value.dtype}")
+        if value.dtype not in INEXACT_DTYPES + INT_DTYPES and value.dtype.kind not in "iu":
+            raise ArgumentError(f"{what}: arrays must be float64, float32, complex128, "
+                                f"complex64, integer or bool, got {value.dtype}")
         # A size-1 axis is the constant 1, so it broadcasts as NumPy's does (p.shape ==
         # (1, 1, n) against (nx, ny, n)); the shape is part of the call's signature, so an
         # argument of other sizes gets its own specialisation.
         shape = tuple(ONE if n == 1 else sp.Symbol(f"__{name}_{k}", integer=True,
                                                    nonnegative=True)
                       for k, n in enumerate(value.shape))
-        dtype = value.dtype if value.dtype in FLOAT_DTYPES + INT_DTYPES else np.dtype(np.int64)
+        dtype = value.dtype if value.dtype in INEXACT_DTYPES + INT_DTYPES else np.dtype(np.int64)
         return ArrayType(dtype, shape)
     if isinstance(value, (int, np.integer, bool, np.bool_)):     # True is 1, as in Python
         return int
     if isinstance(value, (float, np.floating)):
         return float
+    if isinstance(value, (complex, np.complexfloating)):     # passed as a 0-d array
+        return ArrayType(np.result_type(value, 1j), ())
     raise ArgumentError(f"{what}: expected a NumPy array, an int or a float, "
                         f"got {type(value).__name__}")

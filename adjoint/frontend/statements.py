@@ -45,6 +45,7 @@ class KernelBuilder(LoopLowering, CallLowering, ArrayLowering):
         self.sizes = sizes or {}    # symbol name -> value at the call being compiled
         self.containers, self.arguments, self.symbols = {}, [], []
         self.typed = set()          # transients whose dtype the code names (dtypes.py)
+        self.complex_stored = set()     # the others holding complex values (dtypes.py)
         self.scope = {}
         self._counter = 0
         self._bind_arguments(types)
@@ -116,12 +117,12 @@ class KernelBuilder(LoopLowering, CallLowering, ArrayLowering):
         self.binds.check_aliases(self.src, body)
         self._check_integer_writes(body)
         self._check_outside_read_only(body)
-        self._check_values_are_real(body)
         assumptions = tuple((c, line, self.src.speak(m)) for c, line, m in self.arrays.assumptions)
         inferred = {n for n, c in self.containers.items() if c.transient and n not in self.typed}
         weak = {a.name for a in self.arguments if a.kind == "float"}
         body, containers = dtypes.assign(body, self.containers, inferred, weak,
                                          self.src.filename)
+        self._check_values_are_real(body)      # complex ones as their parts (complexes.py)
         return SDFG(self.name, tuple(self.arguments), containers,
                     tuple(self.symbols), body, self.result, self.src.filename,
                     assumptions, returns=tuple(self.returns),

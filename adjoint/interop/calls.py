@@ -37,6 +37,10 @@ class Call:
         self.floating = [p for p in self.operands if self.names[p] in spec.floating]
         self.written = [self.names.index(n) for n in spec.written_arrays]
         self.returns = list(sdfg.returns)
+        if any(a.dtype.kind == "c" for a in sdfg.arguments) or \
+                any(sdfg.containers[n].complex for n in self.returns):
+            raise ArgumentError(f"{k.__name__}(): complex values are not passed to or from "
+                                "JAX and PyTorch yet; call the kernel with NumPy arrays")
         if not self.returns and not self.written:
             raise ArgumentError(f"{k.__name__}() returns nothing and writes no argument: "
                                 "called as a function it would give nothing")

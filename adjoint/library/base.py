@@ -74,6 +74,11 @@ def whole_operand(b, node, value, what):
     sizes known on entry) as it is, or a new temporary it is stored into."""
     from ..frontend.array_matmul import _copy, _known_on_entry
     from ..frontend.array_shapes import fmt_shape
+    from ..frontend.complexes import is_complex
+    from ..frontend.dtypes import value_dtype
+    if is_complex(value_dtype(b, value)):
+        raise b.src.error(node, f"{what} of complex matrices is not supported (LAPACK's "
+                                "real routines): np.linalg.solve and inv are")
     if value.rank not in (1, 2) or not _known_on_entry(b, value.shape):
         raise b.src.error(node, f"{what} of shape {fmt_shape(value.shape)}: a matrix or "
                                 "vector whose sizes are known on entry is needed here")

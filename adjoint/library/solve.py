@@ -1,5 +1,6 @@
 """``np.linalg.solve(a, b)`` (``b`` a vector or a matrix) and ``np.linalg.inv(a)`` (the
-solve of the identity): LU with partial pivoting (LAPACK dgetrf/dgetrs, or loops). A
+solve of the identity): LU with partial pivoting (LAPACK dgetrf/dgetrs, or loops); a
+complex system as the real one of twice its size (``_complex``). A
 singular matrix (a pivot exactly zero, as LAPACK and NumPy decide) stops the call with
 LinAlgError.
 
@@ -183,7 +184,11 @@ class Solve(LibraryNode):
 def _node(b, node, a_value, b_value, what):
     """A Solve of ``a_value`` and ``b_value`` (array expressions) into a new transient."""
     from ..frontend.array_stores import temporary
+    from ..frontend.complexes import is_complex
+    from ..frontend.dtypes import promote, value_dtype
     from ..sdfg import Container, State
+    if is_complex(promote(value_dtype(b, a_value), value_dtype(b, b_value))):
+        return _complex(b, node, a_value, b_value, what)
     a = whole_operand(b, node, a_value, what)
     rhs = whole_operand(b, node, b_value, what)
     if a_value.rank != 2:
@@ -199,6 +204,35 @@ def _node(b, node, a_value, b_value, what):
                                      line=b.line(node), a_dims=matrix(a.shape),
                                      b_dims=matrix(rhs.shape)),), f"solve_{b.line(node)}"))
     return b.container(out)
+
+
+def _complex(b, node, a_value, b_value, what):
+    """A complex system as the real one of twice its size, [[Re a, -Im a], [Im a, Re a]]
+    [Re x; Im x] = [Re b; Im b] (whose adjoint and tangent are the real Solve's); each
+    block reads ``a`` at indices modulo n, so every read is in bounds."""
+    from ..frontend.array_shapes import ArrayExpr
+    from ..frontend.functions import python_mod
+    from ..sdfg import arithmetic as fp
+    if a_value.rank != 2:
+        raise b.src.error(node, f"{what} takes a square matrix (2-D)")
+    n = a_value.shape[0]
+
+    def block(index):
+        i, j = index
+        a = a_value.at((python_mod(i, n), python_mod(j, n)))
+        upper, left = sp.Lt(i, n), sp.Lt(j, n)
+        return fp.select(sp.re(a, evaluate=False), sp.Eq(upper, left),
+                         fp.select(fp.neg(sp.im(a, evaluate=False)), upper,
+                                   sp.im(a, evaluate=False)))
+
+    def stacked(index):
+        x = b_value.at((python_mod(index[0], n),) + tuple(index[1:]))
+        return fp.select(sp.re(x, evaluate=False), sp.Lt(index[0], n),
+                         sp.im(x, evaluate=False))
+    parts = _node(b, node, ArrayExpr((2 * n, 2 * n), block),
+                  ArrayExpr((2 * n,) + tuple(b_value.shape[1:]), stacked), what)
+    return ArrayExpr((n,) + tuple(b_value.shape[1:]), lambda index: fp.add(
+        parts.at(index), fp.mul(parts.at((index[0] + n,) + tuple(index[1:])), sp.I)))
 
 
 def call(b, node, args):

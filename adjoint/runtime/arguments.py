@@ -65,6 +65,9 @@ def _float(p, v):
 
 
 def _array(sdfg, p, v, env, source, written, writes):
+    if p.dtype.kind == "c" and not p.shape and isinstance(v, (int, float, complex, np.number)) \
+            and not isinstance(v, (bool, np.bool_)):
+        v = np.array(v, p.dtype)            # a complex number (frontend/source.py)
     if not isinstance(v, np.ndarray):
         raise ArgumentError(f"argument {p.name!r} must be a NumPy array of {p.dtype}, got "
                             f"{type(v).__name__}")
@@ -88,7 +91,25 @@ def _array(sdfg, p, v, env, source, written, writes):
         low, high = value_range(p.name)
         env[low], env[high] = (_clip(v.min()), _clip(v.max())) if v.size else (0, -1)
         source[low] = source[high] = p.name
-    return v
+    return as_parts(v)
+
+
+def as_parts(v):
+    """A complex array as the kernel's container holds it (``frontend/complexes.py``): a
+    view with a last axis of (real, imaginary); another array as it is."""
+    if not isinstance(v, np.ndarray):       # a complex number
+        v = np.array(v, np.result_type(v, 1j))
+    if v.dtype.kind != "c":
+        return v
+    return v.reshape(-1).view(v.real.dtype).reshape(v.shape + (2,))
+
+
+def as_complex(parts):
+    """The complex array whose parts (last axis) ``parts`` holds, a view where it can; a
+    Python complex for one number."""
+    parts = np.ascontiguousarray(parts)
+    z = parts.reshape(-1).view(np.result_type(parts.dtype, 1j)).reshape(parts.shape[:-1])
+    return complex(z) if z.ndim == 0 else z
 
 
 def refuse_read_only(sdfg, name):
@@ -129,7 +150,7 @@ def _bind_symbol(sdfg, name, value, env, source, arg, symbol=None):
 
 
 def _check_shape(p, v, env, source):
-    for k, (size, actual) in enumerate(zip(p.shape, v.shape)):
+    for k, (size, actual) in enumerate(zip(p.shape, np.shape(v))):
         if size.is_Symbol and size in env:
             if env[size] == actual:
                 continue
@@ -188,12 +209,15 @@ class Binding:
         self.floats = [(k, p) for k, p in enumerate(params) if p.kind == "float"]
         # An index array of another integer dtype was copied, after a look at its values:
         # no later call may skip that, and this one uses the copy.
-        self.reusable = all(values[n] is args[k] for k, n in self.arrays)
+        self.complex = [(k, p.name) for k, p in enumerate(params)
+                        if p.kind == "array" and p.dtype.kind == "c"]
+        self.reusable = all(values[n] is args[k] for k, n in self.arrays
+                            if (k, n) not in self.complex)
         self._values = None if self.reusable else values
-        self.read_only = {n for k, n in self.arrays if not args[k].flags.writeable}
+        self.read_only = {n for k, n in self.arrays if not np.asarray(args[k]).flags.writeable}
         position = {s: j for j, s in enumerate(sdfg.symbols)}
         self.ranges = [(k, *(position[s] for s in value_range(n)))
-                       for k, n in self.arrays if args[k].dtype.kind in "iu"
+                       for k, n in self.arrays if np.asarray(args[k]).dtype.kind in "iu"
                        and all(s in position for s in value_range(n))]
         self.memo = {}
 
@@ -203,6 +227,8 @@ class Binding:
         if self._values is not None:            # not reusable: the call that made it
             return self.syms, dict(self._values)
         values = {n: args[k] for k, n in self.arrays}
+        for k, n in self.complex:
+            values[n] = as_parts(args[k])
         for k, p in self.floats:
             buffer = values[p.name] = np.empty(1)
             v = args[k]
@@ -227,4 +253,5 @@ class Binding:
 def _own_memory(arrays):
     """Whether the arrays are distinct and each owns its memory: then none shares any
     (np.shares_memory is the test otherwise)."""
-    return all(v.flags.owndata for v in arrays) and len({id(v) for v in arrays}) == len(arrays)
+    return all(v.flags.owndata for v in arrays if isinstance(v, np.ndarray)) and \
+        len({id(v) for v in arrays}) == len(arrays)     # a complex number: a new array

@@ -310,6 +310,19 @@ class as_float64(sp.Function):
         return sp.Integer(1)
 
 
+class ComplexCast(sp.Function):
+    """A value converted to a complex dtype (``cls.dtype``: ``x.astype(np.complex128)``,
+    ``dtype=np.complex64``); only the frontend reads it, ``frontend/complexes.py``
+    splits it into its parts (complex64's rounded to float32)."""
+    dtype = None
+
+
+COMPLEX_CASTS = {}
+for _name in ("complex64", "complex128"):
+    COMPLEX_CASTS[_name] = globals()[f"as_{_name}"] = type(f"as_{_name}", (ComplexCast,),
+                                                           {"dtype": _name})
+
+
 class _Bits(sp.Function):
     """An integer bit operation (``& | ^ ~ << >>``) as NumPy computes it in its operands'
     dtype (``frontend/dtypes.py`` casts to it); no derivative."""
@@ -397,7 +410,8 @@ UNARY = {name: _as_written(f) for name, f in {
     "tanh": sp.tanh, "sinh": sp.sinh, "cosh": sp.cosh, "arctan": sp.atan, "atan": sp.atan,
     "arcsin": sp.asin, "asin": sp.asin, "arccos": sp.acos, "acos": sp.acos, "fabs": sp.Abs,
     "abs": sp.Abs, "absolute": sp.Abs, "log10": log10, "log2": log2, "expm1": expm1,
-    "log1p": log1p, "sign": np_sign}.items()}
+    "log1p": log1p, "sign": np_sign, "real": sp.re, "imag": sp.im, "conj": sp.conjugate,
+    "conjugate": sp.conjugate, "angle": sp.arg}.items()}
 UNARY["sqrt"] = sqrt
 BINARY = {name: _as_written(f) for name, f in {
     "maximum": np_maximum, "minimum": np_minimum, "fmax": np_fmax, "fmin": np_fmin,

@@ -26,11 +26,14 @@ from .arithmetic import np_maximum, np_minimum
 
 @dataclass(frozen=True)
 class Container:
-    """A named piece of memory: an array, or a scalar when ``shape == ()``."""
+    """A named piece of memory: an array, or a scalar when ``shape == ()``. ``complex``:
+    the kernel's complex array (``frontend/complexes.py``), its last axis of two the
+    real and imaginary parts, of ``dtype``, as NumPy lays it out."""
     name: str
     dtype: np.dtype
     shape: tuple = ()
     transient: bool = False
+    complex: bool = False
 
     @property
     def is_scalar(self):

@@ -8,7 +8,8 @@ def to_text(sdfg) -> str:
     for c in sdfg.containers.values():
         shape = "[" + ", ".join(map(str, c.shape)) + "]" if c.shape else ""
         kind = "transient " if c.transient else ""
-        lines.append(f"  {kind}{c.dtype.name}{shape} {c.name}")
+        parts = " (complex: real, imaginary)" if c.complex else ""
+        lines.append(f"  {kind}{c.dtype.name}{shape} {c.name}{parts}")
     _region(sdfg.body, 1, lines)
     if sdfg.returns or sdfg.result:
         lines.append(f"  return {', '.join(sdfg.returns or (sdfg.result,))}")

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import adjoint
-from adjoint import DeviceError, float64, grad, jvp, kernel, options, symbol, vjp
+from adjoint import DeviceError, complex128, float64, grad, jvp, kernel, options, symbol, vjp
 from adjoint.analysis.bounds import index_checks
 from adjoint.autodiff import differentiate, linearize
 from adjoint.codegen import Layout
@@ -267,6 +267,22 @@ EXTRA["two_layers"] = corpus.CorpusCase("two_layers", two_layers, two_layers_arg
                                          ("x", "W1", "b", "W2"))
 
 
+@kernel
+def wave_phase(psi: complex128[N], k: float64[N]) -> float:
+    phi = psi * np.exp(1j * k)          # complex values: real parts in CUDA too
+    for i in range(1, N):
+        phi[i] = phi[i] + 0.5j * phi[i - 1] / (1.0 + abs(phi[i - 1]))
+    return np.sum(np.abs(phi) ** 2) + np.sum(np.real(np.conj(psi) * phi))
+
+
+def wave_phase_args(rng, n=6):
+    return (rng.standard_normal(n) + 1j * rng.standard_normal(n), rng.standard_normal(n))
+
+
+EXTRA["wave_phase"] = corpus.CorpusCase("wave_phase", wave_phase, wave_phase_args,
+                                        ("psi", "k"))
+
+
 def test_every_cuda_call_and_launch_is_checked():
     src = sources(two_layers, two_layers_args(rng_for("g")), ("W1", "b", "W2"))["forward"]
     body = src[src.index("static int64_t sc_entry0("):]
@@ -335,7 +351,7 @@ def _assert_same(cpu, cuda, rtol):
 
 
 EMULATED = ["jacobi2d", "heat3d_vec", "lorenz96_sweep", "softmax_rows", "gesummv_vec", "ema",
-            "two_layers", "limited_flux"]
+            "two_layers", "limited_flux", "wave_phase"]
 
 
 @pytest.mark.parametrize("name", EMULATED)

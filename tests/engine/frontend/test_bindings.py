@@ -245,3 +245,23 @@ def test_a_name_of_an_ended_loop_is_free_in_the_next():
     kernel(sibling_loops)(d.copy(), got)
     sibling_loops(d.copy(), want)
     assert np.array_equal(got, want)
+
+
+def bound_in_both_branches(n, m, a, zs):    # NPBench contour_integral's X
+    total = np.zeros(a.shape)
+    for z in zs:
+        if n == m:
+            x = a * 2.0
+        else:
+            x = a * 3.0
+        if z < 1.0:                 # the name bound after the first ``if`` is rebound here
+            x = -x
+        total += x
+    return total
+
+
+def test_a_name_bound_in_an_ended_if_is_carried_into_the_next():
+    a, zs = np.arange(6.0).reshape(2, 3), np.array([0.5, 1.5, 0.7])
+    for n in (2, 3):
+        np.testing.assert_array_equal(kernel(bound_in_both_branches)(n, 2, a, zs),
+                                      bound_in_both_branches(n, 2, a, zs))

@@ -214,3 +214,13 @@ def test_errors_name_the_argument():
     x, w, lam = jnp_args(make_roughness(rng_for("jax-hessian")))
     with pytest.raises(NotImplementedError, match="second derivatives"):
         jax.hessian(h)(x, w, lam)
+
+
+@kernel
+def phase(z, x):
+    return np.sum(np.abs(z * np.exp(1j * x)) ** 2)
+
+
+def test_complex_arrays_are_refused():
+    with pytest.raises(ArgumentError, match="complex values are not passed"):
+        to_jax(phase)(jnp.ones(3, jnp.complex128), jnp.ones(3))
