@@ -438,8 +438,20 @@ def minimum(expr, loops):
 
     Elements of integer arrays (``idx[i]``, also in loop bounds) become free variables
     ranging over the array's values ``[__min_idx, __max_idx]``, eliminated last."""
+    folded = sp.piecewise_fold(expr.rewrite(sp.Piecewise)) if expr.has(sp.Min, sp.Max,
+                                                                      sp.Piecewise) else expr
+    if isinstance(folded, sp.Piecewise):     # a choice (``idx[i + 1] if c else 0``, a clamp):
+        lows = [minimum(sp.expand(e), loops) for e, _ in folded.args]   # its lowest branch
+        return None if None in lows else sp.Min(*lows)
     ranges = {}
     expr = _abstract_loads(expr, ranges)
+    looped = {loop.var for loop in loops}
+    mods = [f for f in expr.atoms(sp.Function) if type(f).__name__ == "python_mod"]
+    for k, mod in enumerate(sorted(mods, key=sp.count_ops, reverse=True)):
+        m = mod.args[1]     # Python's a % m lies in [0, m) for m > 0 (m = 0: checked apart)
+        if expr.has(mod) and m.is_nonnegative and not m.free_symbols & looped:
+            ranges[sp.Symbol(f"__m{k}", integer=True)] = (mod, (sp.Integer(0), m - 1))
+            expr = sp.expand(expr.xreplace({mod: list(ranges)[-1]}))
     for loop in reversed(loops):
         if loop.var not in expr.free_symbols:
             continue

@@ -103,7 +103,8 @@ def remap(expr, shape, old_index, keep_view=True):
     view = None
     if keep_view and expr.view is not None:
         view = View(expr.view.container, expr.view.element(old_index(AXES[:len(shape)])))
-    return ArrayExpr(tuple(shape), lambda q: expr.at(old_index(q)), expr.boolean, view)
+    return ArrayExpr(tuple(shape), lambda q: expr.at(old_index(q)), expr.boolean, view,
+                     dtype=expr.dtype)      # a part of an int64 grid is int64
 
 
 def without_view(expr):
@@ -170,9 +171,10 @@ def _from_end(bound, size, clamp, limit):
 def subscript(expr, items):
     """``expr[items]`` for normalised items: ``("new",)``, ``("index", i)``,
     ``("slice", offset, step, length)`` or ``("gather", shape, at)`` (an integer array:
-    ``at(q)`` is its element ``q``, an index load), one per axis of ``expr`` plus new
-    axes. An index array's axes go where it stands, or first when integers and it are
-    apart (``A[0, :, idx]``), as NumPy places advanced indices; the result is no view."""
+    ``at(q)`` is its element ``q``, an index load; several share one shape and one set of
+    axes), one per axis of ``expr`` plus new axes. The index arrays' axes go where they
+    stand, or first when integers and they are apart (``A[0, :, idx]``), as NumPy places
+    advanced indices; the result is no view."""
     gathers = [k for k, it in enumerate(items) if it[0] == "gather"]
     advanced = [k for k, it in enumerate(items) if it[0] in ("gather", "index")]
     front = bool(gathers) and advanced != list(range(advanced[0], advanced[-1] + 1))
@@ -183,6 +185,8 @@ def subscript(expr, items):
             shape.append(ONE)
         elif item[0] == "slice":
             shape.append(item[3])
+        elif item[0] == "gather" and k != gathers[0]:   # index arrays broadcast together
+            start[k] = start[gathers[0]]
         elif item[0] == "gather":
             shape.extend(item[1])
 

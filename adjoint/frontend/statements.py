@@ -12,6 +12,7 @@ from ..errors import KernelSyntaxError
 from ..sdfg.nodes import (condition_containers, flag_symbol, index_loads, regions, tasklets,
                           value_range, walk)
 from ..types import ArrayType
+from .array_calls import tuple_elements
 from .arrays import ArrayBuilder, ArrayLowering, ArrayState
 from .arrays import assign as assign_arrays
 from .bindings import Bindings
@@ -475,6 +476,9 @@ class KernelBuilder(LoopLowering, CallLowering, ArrayLowering):
         elif isinstance(value, (ast.Tuple, ast.List)) and \
                 not any(isinstance(e, ast.Starred) for e in value.elts):
             values = value.elts
+        elif (elements := tuple_elements(ArrayBuilder(ExpressionBuilder(self, self.scope)),
+                                         value)) is not None:
+            values = [_item(value, k) for k in range(len(elements))]    # np.meshgrid(x, y)
         elif isinstance(value, (ast.Name, ast.Subscript, ast.Attribute, ast.Call, ast.BinOp,
                                 ast.UnaryOp)):
             values = self.rows(stmt, value, count)      # an array's rows

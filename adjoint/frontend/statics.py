@@ -35,9 +35,10 @@ class NotStatic(Exception):
 
 
 def is_static(value):
-    """Whether ``value`` (from ``evaluate``) is one this module binds: not a plain integer,
-    which the frontend's integer locals hold."""
-    return value is None or isinstance(value, (slice, tuple, list))
+    """Whether ``value`` (from ``evaluate``) is one this module binds (a string too: a
+    default ``method="direct"`` that the callee compares): not a plain integer, which the
+    frontend's integer locals hold."""
+    return value is None or isinstance(value, (slice, tuple, list, str))
 
 
 def kind(value):
@@ -236,8 +237,8 @@ def written(kernel, scope, value, at, subscript=False):
     hidden name bound to it in ``scope``."""
     def put(node):
         return ast.copy_location(node, at)
-    if value is None:
-        return put(ast.Constant(None))
+    if value is None or isinstance(value, str):
+        return put(ast.Constant(value))
     if isinstance(value, slice):
         parts = [None if p is None else written(kernel, scope, p, at)
                  for p in (value.start, value.stop, value.step)]
