@@ -111,7 +111,8 @@ def _dtype(e, of_symbol, memo):
         return np.dtype(e.dtype)
     if not isinstance(e, sp.Expr):
         return None                                 # conditions
-    if all(s.is_integer for s in e.free_symbols) and not e.has(sp.Float):
+    if all(s.is_integer for s in e.free_symbols) and not e.has(sp.Float) and \
+            all(r.is_Integer for r in e.atoms(sp.Rational)):     # n / 2 is a float
         return WEAK_INT     # sizes, loop variables, int(idx[k]) (a load): Python ints
     if isinstance(e, sp.Piecewise):
         return promote(*(dtype_of(a.expr, of_symbol, memo) for a in e.args))

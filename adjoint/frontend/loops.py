@@ -18,6 +18,7 @@ from ..sdfg import arithmetic as fp
 from ..sdfg import ConditionalRegion, Container, LoopRegion, Memlet, Sequence, State, Tasklet
 from ..sdfg.nodes import flag_symbol, index_loads
 from ..errors import KernelSyntaxError
+from . import statics
 from .arrays import ArrayBuilder
 from .expressions import AfterLoop, ExpressionBuilder, IntValue
 
@@ -92,7 +93,15 @@ class LoopLowering:
 
     def unrolled(self, stmt):
         """The statements a `for` over a few constant values stands for, one copy of the
-        body per value (see UNROLL), or None for a loop lowered as a loop."""
+        body per value (see UNROLL), or None for a loop lowered as a loop. A loop over a
+        sequence known when compiling (``for k, (cx, cy) in enumerate(C)``, C a tuple of
+        tuples) is Python's iteration written out: each copy reads the items in place of
+        the names."""
+        rows = statics.loop_rows(ExpressionBuilder(self, self.scope), stmt) if \
+            isinstance(stmt, ast.For) and not stmt.orelse and not _jumps_out(stmt.body) and \
+            not _assigns(stmt.body, _names(stmt.target)) else None
+        if rows is not None:
+            return [_placed(statics.replaced(s, row), stmt) for row in rows for s in stmt.body]
         if not (isinstance(stmt, ast.For) and _unrollable(stmt)
                 and _call_of(self, stmt.iter, "range")):
             return None
@@ -351,6 +360,16 @@ def _jumps_out(body):
         elif not isinstance(node, (ast.FunctionDef, ast.Lambda)):
             todo.extend(ast.iter_child_nodes(node))
     return False
+
+
+def _names(target):
+    return {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+
+
+def _assigns(body, names):
+    """Whether ``body`` binds any of ``names`` (then they are not the loop's items)."""
+    return any(isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load) and n.id in names
+               for s in body for n in ast.walk(s))
 
 
 def _call_of(kernel, node, name):

@@ -14,7 +14,7 @@ from scipy.ndimage import convolve1d
 from adjoint import KernelSyntaxError, kernel
 from adjoint.options import options
 from kernel_testing import copy_args, rng_for
-from test_numpy_calls import _outputs, check_gradient_and_tangent
+from test_numpy_calls import check_forward, check_gradient_and_tangent
 
 
 def grids(x, a: float):
@@ -75,12 +75,7 @@ IDS = ["grids", "counts", "filters", "gathers"]
 @pytest.mark.parametrize("case", range(len(CASES)), ids=IDS)
 def test_forward_matches_numpy(case):
     k, make = CASES[case]
-    args = make(rng_for(IDS[case]))
-    got, want = _outputs(k, args), _outputs(k.py_func, args)
-    assert len(got) == len(want)
-    for g, w in zip(got, want):
-        assert np.shape(g) == np.shape(w)
-        np.testing.assert_allclose(g, w, rtol=1e-13, atol=1e-13)
+    check_forward(k, make(rng_for(IDS[case])), bitwise=False)
 
 
 @pytest.mark.parametrize("case", range(len(CASES)), ids=IDS)
@@ -105,9 +100,7 @@ def test_emulated_cuda_matches_python(monkeypatch):
     monkeypatch.setattr(options, "cuda_emulation", True)
     for case in (1, 2, 3):
         k, make = CASES[case]
-        args = make(rng_for(IDS[case], salt="cuda"))
-        for g, w in zip(_outputs(k, args), _outputs(k.py_func, args)):
-            np.testing.assert_allclose(g, w, rtol=1e-13, atol=1e-13)
+        check_forward(k, make(rng_for(IDS[case], salt="cuda")), bitwise=False)
 
 
 def test_an_index_outside_the_array_is_an_error_not_a_read():
