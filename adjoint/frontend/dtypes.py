@@ -112,7 +112,7 @@ def _dtype(e, of_symbol, memo):
     if not isinstance(e, sp.Expr):
         return None                                 # conditions
     if all(s.is_integer for s in e.free_symbols) and not e.has(sp.Float) and \
-            all(r.is_Integer for r in e.atoms(sp.Rational)):     # n / 2 is a float
+            not _divides(e):                                    # n / 2 is a float
         return WEAK_INT     # sizes, loop variables, int(idx[k]) (a load): Python ints
     if isinstance(e, sp.Piecewise):
         return promote(*(dtype_of(a.expr, of_symbol, memo) for a in e.args))
@@ -128,6 +128,12 @@ def _dtype(e, of_symbol, memo):
     if isinstance(e, (sp.Add, sp.Mul)) or isinstance(e, _SAME_TYPE):
         return promote(*args)
     return floating(promote(*args))                 # sin, exp, atan2, hypot, ...
+
+
+def _divides(e):
+    """Whether ``e`` holds a true division (``n / 2``: ``n * 2**-1``, or the rational 1/2)."""
+    return any(not r.is_Integer for r in e.atoms(sp.Rational)) or \
+        any(p.exp.is_negative for p in e.atoms(sp.Pow))
 
 
 def rounded(expr, of_symbol):
