@@ -20,7 +20,7 @@ from ..sdfg.nodes import flag_symbol, index_loads
 from ..errors import KernelSyntaxError
 from . import statics
 from .arrays import ArrayBuilder
-from .expressions import AfterLoop, ExpressionBuilder, IntValue
+from .expressions import AfterLoop, DataValue, ExpressionBuilder, IntValue
 
 
 # A `for` over at most this many constant values whose variable reaches a slice bound
@@ -175,7 +175,14 @@ class LoopLowering:
         for name, array, value in zip(names, arrays, values):
             element = ast.Subscript(array, ast.Name(k, ast.Load()), ast.Load())
             head.append(ast.Assign([name], element))
-            if value.rank == 1 and isinstance(name, ast.Name) and name.id not in self.containers:
+            binding = self.scope.get(array.id) if isinstance(array, ast.Name) else None
+            if value.rank == 1 and isinstance(name, ast.Name) and \
+                    isinstance(binding, DataValue) and \
+                    binding.container.name in self.read_only_ints and \
+                    not _assigns(stmt.body, {name.id}):
+                self.int_locals.add(name.id)    # an element of an integer array: an index
+            elif value.rank == 1 and isinstance(name, ast.Name) and \
+                    name.id not in self.containers:
                 self.containers[name.id] = Container(name.id, np.dtype(np.float64), (), True)
         rng = ast.Call(ast.Name("range", ast.Load()), [ast.Name(n, ast.Load())], [])
         loop = ast.For(ast.Name(k, ast.Store()), rng, head + stmt.body, [])

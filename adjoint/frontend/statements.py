@@ -23,7 +23,7 @@ from ..sdfg import arithmetic as fp
 from .expressions import (BITS, LOGICAL, RESULT, DataValue, ExpressionBuilder, IntValue,
                           number_of)
 from . import dtypes
-from .locals import classify_locals
+from .locals import classify_locals, read_only
 from .masks import inline_selection
 from .loops import LoopLowering
 from .outside import bind_arrays, integer_names
@@ -55,6 +55,7 @@ class KernelBuilder(LoopLowering, CallLowering, ArrayLowering):
         self.int_locals, float_locals = classify_locals(
             src.tree, int_names | integer_names(src), set(self.scope),
             lambda c, k: returns_integer(self, c, k), int_arrays)
+        self.read_only_ints = read_only(src.tree, int_arrays)   # for i, c in zip(idx, cs)
         for local in float_locals:
             self.containers[local] = Container(local, np.dtype(np.float64), (), True)
         self.result = None
