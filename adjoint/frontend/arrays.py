@@ -295,7 +295,8 @@ class ArrayBuilder:
                                        "it or unpack it (`I, J = ...`)")
         if base is not None:
             return base
-        base = self.expr(node.value)
+        base = self.sequence(node.value) if isinstance(node.value, (ast.Tuple, ast.List)) \
+            else self.expr(node.value)              # W[k], W a tuple from outside
         if base.rank == 0 and isinstance(node.value, ast.Call):
             raise self.src.error(node, f"`{ast.unparse(node)}`: `{ast.unparse(node.value.func)}`"
                                        " gives no array the kernel knows here (an "

@@ -72,6 +72,9 @@ class LoopLowering:
         var = stmt.target.id
         if not getattr(stmt, "over_indices", False):      # __it: _over_indices' own name
             self._check_name(stmt.target, var)
+        if var in self.scope and var in self.int_locals and \
+                not any(f.region is not None and f.region.var.name == var for f in self.loops):
+            del self.scope[var]     # an integer local of code before (a loop's element)
         if var in self.scope:
             raise self.src.error(stmt.target, f"loop variable {var!r} shadows an argument, a "
                                               "size or an enclosing loop variable")

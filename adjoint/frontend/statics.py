@@ -125,6 +125,8 @@ def _subscript(ex, node):
     key = evaluate(ex, node.slice) if not isinstance(node.slice, ast.Slice) else \
         slice(*(None if p is None else evaluate(ex, p)
                 for p in (node.slice.lower, node.slice.upper, node.slice.step)))
+    if isinstance(key, sp.Expr) and not key.is_Integer:
+        raise NotStatic         # CX[k] in a loop: an item chosen when running (expressions)
     try:
         return seq[python_key(ex, node, key)]
     except IndexError:

@@ -33,9 +33,10 @@ def lbm_step(F, tau: float):
     ux = np.sum(F * np.array(CX), 2) / rho
     uy = np.sum(F * np.array(CY), 2) / rho
     Feq = np.zeros(F.shape)
-    for k, cx, cy, w in zip(range(9), CX, CY, W):
-        cu = 3 * (cx * ux + cy * uy)
-        Feq[:, :, k] = rho * w * (1 + cu + 0.5 * cu ** 2 - 1.5 * (ux ** 2 + uy ** 2))
+    for k in range(9):                       # tuples from outside indexed by k
+        cu = 3 * (CX[k] * ux + CY[k] * uy)
+        Feq[:, :, k] = rho * W[k] * (1 + cu + 0.5 * cu ** 2 - 1.5 * (ux ** 2 + uy ** 2))
+        F[:, :, k] = np.roll(F[:, :, k], CY[k] - CY[k], axis=0)   # a shift of 0 by k
     F += -(1.0 / tau) * (F - Feq)
     return np.sum(rho * ux ** 2)
 
