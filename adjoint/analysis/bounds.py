@@ -194,6 +194,7 @@ class _Integers:
         loops = [r for r in ctx if isinstance(r, LoopRegion)]
         operands = [side for e in exprs for side in
                     ([e] if isinstance(e, sp.Expr) else _operands(e))]
+        operands += [r.args[0] for e in operands for r in _remainders(e)]  # a % m: a too
         extremes = []
         for e in operands:
             lo, hi = minimum(sp.expand(e), loops), minimum(sp.expand(-e), loops)
@@ -211,6 +212,11 @@ class _Integers:
             raise AdjointError(f"{self.sdfg.filename}:{line}: cannot bound {what}; keep it "
                                "affine in the loop variables and index-array elements")
         return [IndexCheck(ctx, Fits(*exprs), line, f"{what} overflows int64")]
+
+
+def _remainders(expr):
+    """The ``a % m`` (the frontend's ``python_mod``, known here by name) in ``expr``."""
+    return [f for f in sp.sympify(expr).atoms(sp.Function) if type(f).__name__ == "python_mod"]
 
 
 def _operands(condition):
@@ -437,9 +443,22 @@ def minimum(expr, loops):
     """A lower bound of ``expr`` over the loops' iteration space, or None.
 
     Elements of integer arrays (``idx[i]``, also in loop bounds) become free variables
-    ranging over the array's values ``[__min_idx, __max_idx]``, eliminated last."""
+    ranging over the array's values ``[__min_idx, __max_idx]``, eliminated last; so do
+    remainders ``a % m`` over ``[0, m)``."""
+    folded = sp.piecewise_fold(expr.rewrite(sp.Piecewise)) if expr.has(sp.Min, sp.Max,
+                                                                      sp.Piecewise) else expr
+    if isinstance(folded, sp.Piecewise):    # a choice (``idx[i + 1] if c else 0``, a clamp):
+        lows = [minimum(sp.expand(e), loops)     # its lowest branch
+                for e, _ in folded.args]
+        return None if None in lows else sp.Min(*lows)
     ranges = {}
     expr = _abstract_loads(expr, ranges)
+    looped = {loop.var for loop in loops}
+    for k, mod in enumerate(sorted(_remainders(expr), key=sp.count_ops, reverse=True)):
+        m = mod.args[1]     # Python's a % m lies in [0, m) for m > 0 (m = 0: checked apart)
+        if expr.has(mod) and m.is_nonnegative and not m.free_symbols & looped:
+            ranges[sp.Symbol(f"__m{k}", integer=True)] = (mod, (sp.Integer(0), m - 1))
+            expr = sp.expand(expr.xreplace({mod: list(ranges)[-1]}))
     for loop in reversed(loops):
         if loop.var not in expr.free_symbols:
             continue

@@ -1,5 +1,5 @@
 """Python source (ast) -> SDFG, with errors that name the source line."""
-from . import statements
+from . import array_indexing, statements  # noqa: F401  (array_indexing: its tables)
 from .extents import largest_extents
 from .source import call_sizes, declared_types, fingerprint, holds, read_source, type_of_value
 from .statements import RESULT

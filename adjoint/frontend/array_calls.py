@@ -32,6 +32,13 @@ from ..sdfg.arithmetic import BINARY, UNARY
 # imports them.
 NUMPY_LINALG = {}
 SCIPY = {}
+# Filled by array_indexing: NumPy functions returning a tuple, np.<name> -> (hook returning
+# a list of functions making each element, parameter names, keywords); np.mgrid-like
+# subscripts, np.<name>[...] -> hook (an ArrayExpr, or such a list); SciPy functions
+# returning an array (known by identity, as SCIPY's) -> (hook, parameter names, keywords).
+NUMPY_TUPLES = {}
+NUMPY_GRIDS = {}
+SCIPY_ARRAYS = {}
 EXTRA_UNARY = {"square": lambda x: fp.power(x, sp.Integer(2)), "negative": fp.neg,
                "reciprocal": lambda x: fp.power(x, sp.Integer(-1), array=True)}
 # Binary ufuncs as np.<name>(x1, x2) and np.<name>.outer(a, b): (function of two elements,
@@ -77,9 +84,12 @@ def call(b, node):
             handler, names, keywords = METHODS[func.attr]
             return handler(b, node, bind(b, node, [func.value] + node.args, names, keywords))
         return None
-    if scipy_call(b, node) is not None:
-        raise b.src.error(node, f"`{ast.unparse(node)}` returns a tuple; take the element "
-                                "the kernel uses where it is called (`dgtsv(...)[3]`)")
+    name = scipy_call(b, node)
+    if name in SCIPY_ARRAYS:
+        handler, names, keywords = SCIPY_ARRAYS[name]
+        return handler(b, node, bind(b, node, node.args, names, keywords))
+    if name is not None:
+        raise _a_tuple(b, node)
     name = b.ex._builtin_name(func)
     if name == "abs" and len(node.args) == 1 and not node.keywords:
         return b.combine(node, UNARY["abs"], node.args)
@@ -89,9 +99,10 @@ def call(b, node):
 
 
 def scipy_function(value):
-    """The name in ``SCIPY`` of the function ``value`` is (by identity), or None; SciPy
-    is never imported here: a program holding one of its functions has."""
-    for name in SCIPY:
+    """The name in ``SCIPY`` or ``SCIPY_ARRAYS`` of the function ``value`` is (by
+    identity), or None; SciPy is never imported here: a program holding one of its
+    functions has."""
+    for name in list(SCIPY) + list(SCIPY_ARRAYS):
         module, attr = name.rsplit(".", 1)
         loaded = sys.modules.get(module)
         if loaded is not None and getattr(loaded, attr, None) is value:
@@ -108,10 +119,42 @@ def scipy_call(b, node):
     return None
 
 
+def tuple_elements(b, node):
+    """The elements (functions making their ArrayExprs) of a NumPy call returning a tuple
+    (``np.histogram(x, n)``, ``np.meshgrid(x, y)``, ``np.ogrid[0:n, 0:m]``), or None."""
+    if isinstance(node, ast.Subscript):
+        value = grid(b, node)
+        return value if isinstance(value, list) else None
+    func = node.func if isinstance(node, ast.Call) else None
+    if isinstance(func, ast.Attribute) and b.ex._module(func.value) is np and \
+            func.attr in NUMPY_TUPLES:
+        handler, names, keywords = NUMPY_TUPLES[func.attr]
+        return handler(b, node, bind(b, node, node.args, names, keywords))
+    return None
+
+
+def grid(b, node):
+    """``np.mgrid[...]``, ``np.ogrid[...]`` (``NUMPY_GRIDS``): an ArrayExpr or a tuple's
+    elements; None for other subscripts."""
+    base = node.value
+    if isinstance(base, ast.Attribute) and b.ex._module(base.value) is np and \
+            base.attr in NUMPY_GRIDS:
+        return NUMPY_GRIDS[base.attr](b, node)
+    return None
+
+
 def element_of_call(b, node):
-    """``f(...)[k]`` for a registered SciPy function returning a tuple, or None."""
+    """``f(...)[k]`` for a registered SciPy function or a NumPy one returning a tuple, or
+    None."""
+    elements = tuple_elements(b, node.value)
+    if elements is not None:
+        k = _constant_int(b, node.slice)
+        if not -len(elements) <= k < len(elements):
+            raise b.src.error(node, f"`{ast.unparse(node)}`: the tuple has "
+                                    f"{len(elements)} elements")
+        return elements[k]()
     name = scipy_call(b, node.value) if isinstance(node.value, ast.Call) else None
-    if name is None:
+    if name is None or name not in SCIPY:
         return None
     k = _constant_int(b, node.slice)
     handler, names = SCIPY[name]
@@ -131,7 +174,15 @@ def _linalg(b, node, name):
     return handler(b, node, bind(b, node, node.args, names))
 
 
+def _a_tuple(b, node):
+    return b.src.error(node, f"`{ast.unparse(node)}` returns a tuple; take the element the "
+                             "kernel uses where it is called (`dgtsv(...)[3]`, "
+                             "`np.histogram(x, n)[0]`) or unpack it (`a, b = ...`)")
+
+
 def _numpy(b, node, name):
+    if name in NUMPY_TUPLES:
+        raise _a_tuple(b, node)
     if name in NUMPY:
         handler, names, keywords = NUMPY[name]
         return handler(b, node, bind(b, node, node.args, names, keywords))
@@ -982,12 +1033,20 @@ def _linspace(b, node, args):
                                 "only axis is 0")
     lo, hi = (_scalar(b, _required(b, node, args, k)) for k in ("start", "stop"))
     num = b.ex.index(args["num"], "a number of samples") if "num" in args else sp.Integer(50)
-    endpoint = _flag(b, args, "endpoint", True)
-    div = num - 1 if endpoint else num
     _check_sizes(b, node, (num,))
+    at = linspace_values(lambda: number(lo.at(())), lambda: number(hi.at(())), num,
+                         _flag(b, args, "endpoint", True))
+    dtype = _check_dtype(b, args, None)
+    return _converted(ArrayExpr((num,), at, dtype=FLOAT64), dtype)
+
+
+def linspace_values(lo, hi, num, endpoint):
+    """Element ``index`` of ``np.linspace(lo(), hi(), num, endpoint)`` (``lo``, ``hi`` give
+    the numbers, read where an element is built)."""
+    div = num - 1 if endpoint else num
 
     def at(index):
-        k, start, stop = index[0], number(lo.at(())), number(hi.at(()))
+        k, start, stop = index[0], lo(), hi()
         delta = fp.sub(stop, start)
         step = fp.div(delta, div)
         spaced = fp.select(fp.mul(fp.div(k, div), delta), fp.relation(sp.Eq)(step, 0),
@@ -995,8 +1054,7 @@ def _linspace(b, node, args):
         value = fp.add(fp.select(spaced, sp.Gt(div, 0), fp.mul(k, delta)), start)
         return fp.select(stop, sp.And(sp.Eq(k, num - 1), sp.Gt(num, 1)), value) \
             if endpoint else value
-    dtype = _check_dtype(b, args, None)
-    return _converted(ArrayExpr((num,), at, dtype=FLOAT64), dtype)
+    return at
 
 
 # ---- reductions ---------------------------------------------------------------------------

@@ -170,9 +170,10 @@ def _from_end(bound, size, clamp, limit):
 def subscript(expr, items):
     """``expr[items]`` for normalised items: ``("new",)``, ``("index", i)``,
     ``("slice", offset, step, length)`` or ``("gather", shape, at)`` (an integer array:
-    ``at(q)`` is its element ``q``, an index load), one per axis of ``expr`` plus new
-    axes. An index array's axes go where it stands, or first when integers and it are
-    apart (``A[0, :, idx]``), as NumPy places advanced indices; the result is no view."""
+    ``at(q)`` is its element ``q``, an index load; several share one shape and one set of
+    axes), one per axis of ``expr`` plus new axes. The index arrays' axes go where they
+    stand, or first when integers and they are apart (``A[0, :, idx]``), as NumPy places
+    advanced indices; the result is no view."""
     gathers = [k for k, it in enumerate(items) if it[0] == "gather"]
     advanced = [k for k, it in enumerate(items) if it[0] in ("gather", "index")]
     front = bool(gathers) and advanced != list(range(advanced[0], advanced[-1] + 1))
@@ -183,6 +184,8 @@ def subscript(expr, items):
             shape.append(ONE)
         elif item[0] == "slice":
             shape.append(item[3])
+        elif item[0] == "gather" and k != gathers[0]:   # index arrays broadcast together
+            start[k] = start[gathers[0]]
         elif item[0] == "gather":
             shape.extend(item[1])
 

@@ -131,6 +131,13 @@ def _is_array_item(scope, item):
     return False
 
 
+def _integer_array(binding):
+    if isinstance(binding, ViewValue):
+        return binding.view.container.dtype.kind in "iu"
+    return isinstance(binding, DataValue) and not binding.container.is_scalar and \
+        binding.container.dtype.kind in "iu"
+
+
 def _is_mask(binding):
     """A mask in a temporary (0.0 / 1.0) or a boolean array argument."""
     return isinstance(binding, MaskValue) or binding.container.dtype == np.bool_
@@ -159,13 +166,13 @@ class ArrayLowering:
 
 def is_array_call(ex, node):
     """Whether a call in a scalar expression is an array function (reductions, where, ...)."""
-    from .array_calls import METHODS, NUMPY
+    from .array_calls import METHODS, NUMPY, NUMPY_TUPLES
     func = node.func
     if not isinstance(func, ast.Attribute):
         return False
     module = ex._module(func.value)
     if module is np:
-        return func.attr in NUMPY
+        return func.attr in NUMPY or func.attr in NUMPY_TUPLES
     return module is None and func.attr in METHODS
 
 
@@ -186,6 +193,7 @@ class ArrayBuilder:
     def __init__(self, ex):
         self.ex, self.src, self.kernel = ex, ex.src, ex.kernel
         self.state = ex.kernel.arrays
+        self.indexing = 0           # > 0 while an index array's element is built
 
     def line(self, node):
         return node.lineno + self.src.first_line - 1
@@ -204,8 +212,11 @@ class ArrayBuilder:
         return ArrayExpr((), lambda index: self.ex.value(node))
 
     def load(self, view, shape, boolean=False):
-        """Reads of ``view``'s elements, registered with the statement being built."""
+        """Reads of ``view``'s elements, registered with the statement being built (an
+        integer array's inside an index array, ``_computed_index``: index loads)."""
         def at(index):
+            if self.indexing and view.container.dtype.kind in "iu":
+                return index_load(view.container.name, view.element(index))
             v = self.ex._read(view.container.name, view.element(index))
             return sp.Ne(v, 0) if boolean else v
         return ArrayExpr(tuple(shape), at, boolean, view)
@@ -278,11 +289,22 @@ class ArrayBuilder:
     def _expr_Subscript(self, node):
         if isinstance(node.value, ast.Attribute) and node.value.attr == "shape":
             return constant(self.ex.index(node))
-        from .array_calls import element_of_call
-        element = element_of_call(self, node)       # lapack.dgtsv(...)[3]
+        from .array_calls import element_of_call, grid
+        element = element_of_call(self, node)       # lapack.dgtsv(...)[3], np.histogram
         if element is not None:
             return element
-        base = self.expr(node.value)
+        base = grid(self, node)                     # np.mgrid[0:n, 0:m]
+        if isinstance(base, list):
+            raise self.src.error(node, f"`{ast.unparse(node)}` is a tuple of arrays; index "
+                                       "it or unpack it (`I, J = ...`)")
+        if base is not None:
+            return base
+        base = self.sequence(node.value) if isinstance(node.value, (ast.Tuple, ast.List)) \
+            else self.expr(node.value)              # W[k], W a tuple from outside
+        if base.rank == 0 and isinstance(node.value, ast.Call):
+            raise self.src.error(node, f"`{ast.unparse(node)}`: `{ast.unparse(node.value.func)}`"
+                                       " gives no array the kernel knows here (an "
+                                       "unsupported function, or one returning a number)")
         items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         if len(items) == 1 and self._is_mask(items[0]):
             raise self.src.error(node, f"`{ast.unparse(node)}`: reading with a boolean mask "
@@ -315,9 +337,12 @@ class ArrayBuilder:
                     self._check_index(item, out[-1][1], base.shape[axis])
                 axis += 1
         out += [self._full(n) for n in base.shape[axis:]]
-        if sum(item[0] == "gather" for item in out) > 1:      # NumPy broadcasts them together
-            raise self.src.error(node, f"`{ast.unparse(node)}` has more than one index array; "
-                                       "index with one (the others' elements in a loop)")
+        gathers = [k for k, item in enumerate(out) if item[0] == "gather"]
+        if len(gathers) > 1:                # NumPy broadcasts them together: one set of axes
+            shape = self.broadcast_shape(node, [out[k][1] for k in gathers])
+            for k in gathers:
+                at = broadcast_to(ArrayExpr(out[k][1], out[k][2]), shape).at
+                out[k] = ("gather", shape, at)
         return out
 
     def _check_index(self, node, i, size):
@@ -382,11 +407,39 @@ class ArrayBuilder:
             view = View(binding.container, AXES[:len(binding.container.shape)])
             shape = binding.container.shape
         else:
-            return None
+            return self._computed_index(item)
         if view.container.dtype.kind not in "iu":
             return None
         return ("gather", tuple(shape),
                 lambda q: index_load(view.container.name, view.element(q)))
+
+    def _computed_index(self, item):
+        """``("gather", shape, at)`` for an integer array expression used as an index
+        (``x[idx + 1]``, ``x[(idx + 1) % n]``, ``A[idx[:, 0], idx[:, 1]]``), else None: its
+        integer arrays' elements are read as index loads, so each element is an integer
+        expression the bounds analysis proves or checks."""
+        if isinstance(item, ast.Slice) or not any(
+                isinstance(n, ast.Name) and _integer_array(self.ex.scope.get(n.id)) or
+                isinstance(n, ast.Call) and is_array_call(self.ex, n) for n in ast.walk(item)):
+            return None
+        value = self.expr(item)                 # lazy: nothing is read yet
+        if not value.rank or value.boolean:
+            return None
+
+        from .array_stores import tasklet_body
+
+        def at(q):
+            self.indexing += 1
+            try:
+                inputs, element = tasklet_body(self.ex, lambda: value.at(tuple(q)))
+            finally:
+                self.indexing -= 1
+            if inputs or not element.is_integer:
+                raise self.src.error(item, f"`{ast.unparse(item)}` is used as an index but "
+                                           "its elements are not integers (index arrays are "
+                                           "integer arrays and integer arithmetic on them)")
+            return element
+        return ("gather", tuple(value.shape), at)
 
     # ---- operators -----------------------------------------------------------------------
     def _expr_BinOp(self, node):

@@ -549,10 +549,10 @@ class _Inliner:
                     function_value(value):
                 out[pname] = value          # *args, **kwargs; a function as a default
             elif not isinstance(value, ast.AST):
-                if value is not None and not isinstance(value, (int, float)):  # True: 1
+                if value is not None and not isinstance(value, (int, float, str)):  # True: 1
                     raise self.caller.error(node, f"`{_short(node)}`: the default value "
-                                                  f"{value!r} of {pname!r} is not a number "
-                                                  "or None")
+                                                  f"{value!r} of {pname!r} is not a number, "
+                                                  "a string or None")
                 value = ast.copy_location(ast.Constant(value), node)
             out[pname] = value
         return out

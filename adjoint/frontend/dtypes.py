@@ -122,7 +122,8 @@ def _dtype(e, of_symbol, memo):
         return np.dtype(e.dtype)
     if not isinstance(e, sp.Expr):
         return None                                 # conditions
-    if all(s.is_integer for s in e.free_symbols) and not e.has(sp.Float, sp.I):
+    if all(s.is_integer for s in e.free_symbols) and not e.has(sp.Float, sp.I) and \
+            not _divides(e):                                    # n / 2 is a float
         return WEAK_INT     # sizes, loop variables, int(idx[k]) (a load): Python ints
     if isinstance(e, sp.Piecewise):
         return promote(*(dtype_of(a.expr, of_symbol, memo) for a in e.args))
@@ -147,6 +148,12 @@ def _real(dtype):
     if dtype is WEAK_COMPLEX:
         return WEAK_FLOAT
     return COMPONENT[dtype] if is_complex(dtype) else dtype
+
+
+def _divides(e):
+    """Whether ``e`` holds a true division (``n / 2``: ``n * 2**-1``, or the rational 1/2)."""
+    return any(not r.is_Integer for r in e.atoms(sp.Rational)) or \
+        any(p.exp.is_negative for p in e.atoms(sp.Pow))
 
 
 def rounded(expr, of_symbol):

@@ -254,6 +254,9 @@ class ExpressionBuilder:
                                            f"{ast.unparse(node.value.value)} has "
                                            f"{len(shape)} dimensions")
             return shape[int(k)]
+        if isinstance(node.value, (ast.Tuple, ast.List)) and \
+                not isinstance(node.slice, (ast.Slice, ast.Tuple)):  # (1, 0, -1)[k]: from outside
+            return self._tuple_item(node, [self.index(e, what) for e in node.value.elts])
         container = self._array(node.value)
         if not hasattr(container, "dtype") or container.dtype.kind not in "iu":   # a view
             raise self.src.error(node, f"{what} cannot use floating-point data "
@@ -456,6 +459,31 @@ class ExpressionBuilder:
                                        f"the {len(container.shape)}-d array {container.name!r}")
         return tuple(self._from_the_end(item, self.index(item), size)
                      for item, size in zip(items, container.shape))
+
+    def _tuple_item(self, node, items):
+        """Item ``k`` of a tuple of integers (a constant from outside, ``CX[k]`` in a loop):
+        the item itself for a constant ``k``, else the choice among them, ``k`` shown (or
+        checked per call) to lie in the tuple as Python requires."""
+        from ..analysis.bounds import minimum
+        size = sp.Integer(len(items))
+        i = self._from_the_end(node.slice, self.index(node.slice), size)
+        if i.is_Integer:
+            if not 0 <= i < size:
+                raise self.src.error(node, f"`{ast.unparse(node)}`: index out of range (the "
+                                           f"tuple has {size} items)")
+            return items[int(i)]
+        loops = [f.region for f in self.kernel.loops if getattr(f, "region", None) is not None]
+        for low in (i, size - 1 - i):
+            bound = None if index_loads(low) else minimum(sp.expand(low), loops)
+            if bound is not None and bound.is_nonnegative:
+                continue
+            if bound is None or not bound.free_symbols <= set(self.kernel.symbols):
+                raise self.src.error(node, f"cannot show that `{ast.unparse(node)}` lies in "
+                                           f"the tuple of {size} items; loop over the tuple "
+                                           "(`for c in C`) instead")
+            self.assume(node, sp.Ge(bound, 0), f"`{ast.unparse(node)}` is outside the tuple")
+        return sp.Piecewise(*[(v, sp.Eq(i, k)) for k, v in enumerate(items[:-1])],
+                            (items[-1], True))
 
     def _from_the_end(self, node, i, size):
         """Python's negative indices count from the end: a constant one, and one the loops

@@ -90,16 +90,19 @@ class _Result:
 
 
 def read_only(fn, arrays):
-    """The names of ``arrays`` that ``fn`` uses only as ``A[...]`` reads and ``A.shape``:
-    never written, rebound, passed to a call or bound to another name."""
+    """The names of ``arrays`` that ``fn`` uses only as ``A[...]`` reads, ``A.shape`` (and
+    size, ndim) and operands of arithmetic (``x[idx + 1]``): never written, rebound,
+    passed to a call or bound to another name."""
     used = {}
     for node in ast.walk(fn):
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.Name) and child.id in arrays:
                 reads = isinstance(child.ctx, ast.Load) and (
-                    (isinstance(node, ast.Subscript) and node.value is child
-                     and isinstance(node.ctx, ast.Load))
-                    or (isinstance(node, ast.Attribute) and node.attr == "shape"))
+                    (isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load)
+                     and (node.value is child or node.slice is child))
+                    or isinstance(node, (ast.BinOp, ast.UnaryOp, ast.Compare))
+                    or (isinstance(node, ast.Attribute) and node.attr in ("shape", "size",
+                                                                          "ndim")))
                 used[child.id] = used.get(child.id, True) and reads
     return {name for name in arrays if used.get(name, True)}
 

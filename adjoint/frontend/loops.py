@@ -18,8 +18,9 @@ from ..sdfg import arithmetic as fp
 from ..sdfg import ConditionalRegion, Container, LoopRegion, Memlet, Sequence, State, Tasklet
 from ..sdfg.nodes import flag_symbol, index_loads
 from ..errors import KernelSyntaxError
+from . import statics
 from .arrays import ArrayBuilder
-from .expressions import AfterLoop, ExpressionBuilder, IntValue
+from .expressions import AfterLoop, DataValue, ExpressionBuilder, IntValue
 
 
 # A `for` over at most this many constant values whose variable reaches a slice bound
@@ -71,6 +72,9 @@ class LoopLowering:
         var = stmt.target.id
         if not getattr(stmt, "over_indices", False):      # __it: _over_indices' own name
             self._check_name(stmt.target, var)
+        if var in self.scope and var in self.int_locals and \
+                not any(f.region is not None and f.region.var.name == var for f in self.loops):
+            del self.scope[var]     # an integer local of code before (a loop's element)
         if var in self.scope:
             raise self.src.error(stmt.target, f"loop variable {var!r} shadows an argument, a "
                                               "size or an enclosing loop variable")
@@ -92,7 +96,15 @@ class LoopLowering:
 
     def unrolled(self, stmt):
         """The statements a `for` over a few constant values stands for, one copy of the
-        body per value (see UNROLL), or None for a loop lowered as a loop."""
+        body per value (see UNROLL), or None for a loop lowered as a loop. A loop over a
+        sequence known when compiling (``for k, (cx, cy) in enumerate(C)``, C a tuple of
+        tuples) is Python's iteration written out: each copy reads the items in place of
+        the names."""
+        rows = statics.loop_rows(ExpressionBuilder(self, self.scope), stmt) if \
+            isinstance(stmt, ast.For) and not stmt.orelse and not _jumps_out(stmt.body) and \
+            not _assigns(stmt.body, _names(stmt.target)) else None
+        if rows is not None:
+            return [_placed(statics.replaced(s, row), stmt) for row in rows for s in stmt.body]
         if not (isinstance(stmt, ast.For) and _unrollable(stmt)
                 and _call_of(self, stmt.iter, "range")):
             return None
@@ -166,7 +178,14 @@ class LoopLowering:
         for name, array, value in zip(names, arrays, values):
             element = ast.Subscript(array, ast.Name(k, ast.Load()), ast.Load())
             head.append(ast.Assign([name], element))
-            if value.rank == 1 and isinstance(name, ast.Name) and name.id not in self.containers:
+            binding = self.scope.get(array.id) if isinstance(array, ast.Name) else None
+            if value.rank == 1 and isinstance(name, ast.Name) and \
+                    isinstance(binding, DataValue) and \
+                    binding.container.name in self.read_only_ints and \
+                    not _assigns(stmt.body, {name.id}):
+                self.int_locals.add(name.id)    # an element of an integer array: an index
+            elif value.rank == 1 and isinstance(name, ast.Name) and \
+                    name.id not in self.containers:
                 self.containers[name.id] = Container(name.id, np.dtype(np.float64), (), True)
         rng = ast.Call(ast.Name("range", ast.Load()), [ast.Name(n, ast.Load())], [])
         loop = ast.For(ast.Name(k, ast.Store()), rng, head + stmt.body, [])
@@ -351,6 +370,16 @@ def _jumps_out(body):
         elif not isinstance(node, (ast.FunctionDef, ast.Lambda)):
             todo.extend(ast.iter_child_nodes(node))
     return False
+
+
+def _names(target):
+    return {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+
+
+def _assigns(body, names):
+    """Whether ``body`` binds any of ``names`` (then they are not the loop's items)."""
+    return any(isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load) and n.id in names
+               for s in body for n in ast.walk(s))
 
 
 def _call_of(kernel, node, name):

@@ -12,6 +12,7 @@ from ..errors import KernelSyntaxError
 from ..sdfg.nodes import (condition_containers, flag_symbol, index_loads, regions, tasklets,
                           value_range, walk)
 from ..types import ArrayType
+from .array_calls import tuple_elements
 from .arrays import ArrayBuilder, ArrayLowering, ArrayState
 from .arrays import assign as assign_arrays
 from .bindings import Bindings
@@ -22,7 +23,7 @@ from ..sdfg import arithmetic as fp
 from .expressions import (BITS, LOGICAL, RESULT, DataValue, ExpressionBuilder, IntValue,
                           number_of)
 from . import dtypes
-from .locals import classify_locals
+from .locals import classify_locals, read_only
 from .masks import inline_selection
 from .loops import LoopLowering
 from .outside import bind_arrays, integer_names
@@ -55,6 +56,7 @@ class KernelBuilder(LoopLowering, CallLowering, ArrayLowering):
         self.int_locals, float_locals = classify_locals(
             src.tree, int_names | integer_names(src), set(self.scope),
             lambda c, k: returns_integer(self, c, k), int_arrays)
+        self.read_only_ints = read_only(src.tree, int_arrays)   # for i, c in zip(idx, cs)
         for local in float_locals:
             self.containers[local] = Container(local, np.dtype(np.float64), (), True)
         self.result = None
@@ -476,6 +478,9 @@ class KernelBuilder(LoopLowering, CallLowering, ArrayLowering):
         elif isinstance(value, (ast.Tuple, ast.List)) and \
                 not any(isinstance(e, ast.Starred) for e in value.elts):
             values = value.elts
+        elif (elements := tuple_elements(ArrayBuilder(ExpressionBuilder(self, self.scope)),
+                                         value)) is not None:
+            values = [_item(value, k) for k in range(len(elements))]    # np.meshgrid(x, y)
         elif isinstance(value, (ast.Name, ast.Subscript, ast.Attribute, ast.Call, ast.BinOp,
                                 ast.UnaryOp)):
             values = self.rows(stmt, value, count)      # an array's rows

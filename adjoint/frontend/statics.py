@@ -35,9 +35,10 @@ class NotStatic(Exception):
 
 
 def is_static(value):
-    """Whether ``value`` (from ``evaluate``) is one this module binds: not a plain integer,
-    which the frontend's integer locals hold."""
-    return value is None or isinstance(value, (slice, tuple, list))
+    """Whether ``value`` (from ``evaluate``) is one this module binds (a string too: a
+    default ``method="direct"`` that the callee compares): not a plain integer, which the
+    frontend's integer locals hold."""
+    return value is None or isinstance(value, (slice, tuple, list, str))
 
 
 def kind(value):
@@ -124,6 +125,8 @@ def _subscript(ex, node):
     key = evaluate(ex, node.slice) if not isinstance(node.slice, ast.Slice) else \
         slice(*(None if p is None else evaluate(ex, p)
                 for p in (node.slice.lower, node.slice.upper, node.slice.step)))
+    if isinstance(key, sp.Expr) and not key.is_Integer:
+        raise NotStatic         # CX[k] in a loop: an item chosen when running (expressions)
     try:
         return seq[python_key(ex, node, key)]
     except IndexError:
@@ -236,8 +239,8 @@ def written(kernel, scope, value, at, subscript=False):
     hidden name bound to it in ``scope``."""
     def put(node):
         return ast.copy_location(node, at)
-    if value is None:
-        return put(ast.Constant(None))
+    if value is None or isinstance(value, str):
+        return put(ast.Constant(value))
     if isinstance(value, slice):
         parts = [None if p is None else written(kernel, scope, p, at)
                  for p in (value.start, value.stop, value.step)]
@@ -321,6 +324,62 @@ def expanded(ex, node):
         raise ex.src.error(node, f"`{ast.unparse(node)}`: a generator unpacks only the "
                                  "rows of `zip(...)`")
     return [_replaced(node.elt, row) for row in rows]
+
+
+def loop_rows(ex, stmt):
+    """``for t in seq`` over a sequence known when compiling (a tuple or list written out
+    or read from outside, ``zip``/``enumerate`` of them, ``range`` of constants inside
+    those): one {name: item expression} per iteration, nested targets unpacked
+    (``for k, (cx, cy) in enumerate(C)``); None for any other loop."""
+    it = stmt.iter
+    try:
+        if _is_zip(ex, it) and it.args:
+            rows = [ast.Tuple(list(r), ast.Load()) for r in
+                    zip(*(_static_items(ex, a) for a in it.args))]
+        elif isinstance(it, ast.Call) and ex._builtin_name(it.func) == "enumerate" and \
+                len(it.args) == 1 and not it.keywords:
+            rows = [ast.Tuple([ast.Constant(k), e], ast.Load())
+                    for k, e in enumerate(_static_items(ex, it.args[0]))]
+        elif isinstance(it, (ast.Tuple, ast.List)) or isinstance(it, ast.Name) and \
+                isinstance(ex.scope.get(it.id), StaticValue):
+            rows = _static_items(ex, it)
+        else:
+            return None
+    except NotStatic:
+        return None
+    out = []
+    for row in rows:
+        bound = {}
+        if not _unpacked(stmt.target, row, bound):
+            return None
+        out.append(bound)
+    return out
+
+
+def _static_items(ex, node):
+    if isinstance(node, (ast.Tuple, ast.List)) and \
+            not any(isinstance(e, ast.Starred) for e in node.elts):
+        return list(node.elts)
+    seq = evaluate(ex, node)
+    if not isinstance(seq, (tuple, list)):
+        raise NotStatic
+    return [written(ex.kernel, ex.scope, v, node) for v in seq]
+
+
+def _unpacked(target, item, bound):
+    """Bind the names of ``target`` to the parts of the expression ``item``."""
+    if isinstance(target, ast.Name):
+        bound[target.id] = item
+        return True
+    if isinstance(target, ast.Tuple) and isinstance(item, (ast.Tuple, ast.List)) and \
+            len(target.elts) == len(item.elts):
+        return all(_unpacked(t, e, bound) for t, e in zip(target.elts, item.elts))
+    return False
+
+
+def replaced(tree, items):
+    """``tree`` with each name of ``items`` read in it replaced by its item."""
+    return _replaced(tree, items)
 
 
 def _target_names(target):

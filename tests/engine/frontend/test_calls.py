@@ -719,3 +719,19 @@ def test_a_returned_tuple_used_as_an_array(f):
     args = (rng.standard_normal(2), 1.5) if f is _map_step else (rng.standard_normal((2, 3)),)
     np.testing.assert_allclose(kernel(f)(*copy_args(args)), f(*copy_args(args)), rtol=1e-15)
     check_vjp_and_jvp(kernel(f), f, args, rng)
+
+
+def _boxcar(x, n, method="direct"):
+    """A helper with a string default that picks its branch (DAPPER's boxcar)."""
+    if method == "manual":
+        return x * n
+    return np.roll(x, 1) * n
+
+
+def _filtered(x):
+    return _boxcar(x, 2.0) + _boxcar(x, 3.0, method="manual")
+
+
+def test_a_string_default_of_a_callee_is_a_constant_it_compares():
+    x = np.arange(4.0)
+    assert np.array_equal(kernel(_filtered)(x), _filtered(x))

@@ -61,6 +61,19 @@ def test_astype_of_an_integer_array():
     assert np.array_equal(out, want)
 
 
+def test_a_size_divided_by_an_integer_is_a_float():
+    """``n / 2`` of integers is Python's true division: an integer array minus it is
+    float64 (it was computed in int64 and truncated: a silent wrong answer)."""
+    def centred(image, k):
+        y = np.zeros(image.shape[0], dtype=np.int64)
+        y[:] = k[0]
+        return y - image.shape[0] / 2, k - image.shape[1] / 2
+
+    image, k = np.zeros((3, 5)), np.array([1, 2])
+    for got, want in zip(kernel(centred)(image, k), centred(image, k)):
+        assert got.dtype == want.dtype and np.array_equal(got, want)
+
+
 def test_eye_matches_numpy():
     @kernel
     def eye_out(a, b):

@@ -1,0 +1,152 @@
+"""Kernels in the styles of public scientific NumPy code (issue 20), written here: a
+lattice-Boltzmann step (np.roll over a tuple of velocities), a leapfrog wave equation with
+a helper, upwind advection (np.where, np.maximum(0, u)), Lorenz-63 through RK4 with a
+nested function, a k-means step (np.bincount), a radial profile (np.histogram, np.indices),
+a Kuramoto step (np.subtract.outer), an image filter (scipy.ndimage) on an np.mgrid image.
+
+Forward against the kernel run as Python, gradients and tangents against central
+differences (test_numpy_calls' check).
+"""
+import numpy as np
+import pytest
+import scipy.ndimage as ndi
+
+from adjoint import kernel
+from kernel_testing import rng_for
+from test_numpy_calls import check_forward, check_gradient_and_tangent
+
+C = ((0, 0), (1, 0), (0, 1), (-1, 0), (0, -1), (1, 1), (-1, 1), (-1, -1), (1, -1))
+CX, CY = tuple(c[0] for c in C), tuple(c[1] for c in C)
+IDXS, CXS, CYS = np.arange(9), np.array(CX), np.array(CY)
+W = (4 / 9, 1 / 9, 1 / 9, 1 / 9, 1 / 9, 1 / 36, 1 / 36, 1 / 36, 1 / 36)
+
+
+def lbm_step(F, tau: float):
+    """D2Q9 BGK: stream each population along its velocity (twice: in two styles), collide
+    towards equilibrium."""
+    for k, cx, cy in zip(IDXS, CXS, CYS):   # integer arrays from outside: shifts per k
+        F[:, :, k] = np.roll(F[:, :, k], cx, axis=1)
+        F[:, :, k] = np.roll(F[:, :, k], cy, axis=0)
+    for k, (cx, cy) in enumerate(C):       # a tuple of velocities: Python's loop unrolled
+        F[:, :, k] = 0.5 * (F[:, :, k] + np.roll(F[:, :, k], (cx, cy), axis=(1, 0)))
+    rho = np.sum(F, 2)
+    ux = np.sum(F * np.array(CX), 2) / rho
+    uy = np.sum(F * np.array(CY), 2) / rho
+    Feq = np.zeros(F.shape)
+    for k in range(9):                       # tuples from outside indexed by k
+        cu = 3 * (CX[k] * ux + CY[k] * uy)
+        Feq[:, :, k] = rho * W[k] * (1 + cu + 0.5 * cu ** 2 - 1.5 * (ux ** 2 + uy ** 2))
+        F[:, :, k] = np.roll(F[:, :, k], CY[k] - CY[k], axis=0)   # a shift of 0 by k
+    F += -(1.0 / tau) * (F - Feq)
+    return np.sum(rho * ux ** 2)
+
+
+def _laplacian(u, dx):
+    return (u[2:, 1:-1] + u[:-2, 1:-1] + u[1:-1, 2:] + u[1:-1, :-2] - 4 * u[1:-1, 1:-1]) / dx ** 2
+
+
+def wave(u, u_prev, c: float, dt: float, steps: int):
+    """Leapfrog for u_tt = c^2 lap(u) with fixed edges."""
+    dx = 1.0 / (u.shape[0] - 1)
+    for _ in range(steps):
+        u_next = u.copy()
+        u_next[1:-1, 1:-1] = (2 * u[1:-1, 1:-1] - u_prev[1:-1, 1:-1]
+                              + (c * dt) ** 2 * _laplacian(u, dx))
+        u_prev = u
+        u = u_next
+    return np.sum(u * u)
+
+
+def upwind(q, u, dt: float, dx: float, steps: int):
+    """First-order upwind fluxes on a periodic line, the velocity's sign picking the side."""
+    for _ in range(steps):
+        up, um = np.maximum(0, u), np.minimum(u, 0)
+        flux = up * q + um * np.roll(q, -1)
+        q = q - dt / dx * (flux - np.roll(flux, 1))
+        q = np.where(q > 0, q, 0.0)
+    return q
+
+
+def lorenz63(x0, sigma: float, rho: float, beta: float, dt: float, steps: int):
+    def f(s):
+        x, y, z = s
+        return np.array([sigma * (y - x), x * (rho - z) - y, x * y - beta * z])
+
+    s = x0.copy()
+    for _ in range(steps):
+        k1 = f(s)
+        k2 = f(s + dt / 2 * k1)
+        k3 = f(s + dt / 2 * k2)
+        k4 = f(s + dt * k3)
+        s = s + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+    return s
+
+
+def kmeans_step(X, labels, k: int):
+    """New centroids from the points' labels (bincount), then each point's squared distance."""
+    counts = np.bincount(labels, minlength=k)
+    cx = np.bincount(labels, weights=X[:, 0], minlength=k) / counts
+    cy = np.bincount(labels, weights=X[:, 1], minlength=k) / counts
+    d = (X[:, 0] - cx[labels]) ** 2 + (X[:, 1] - cy[labels]) ** 2
+    return d.sum(), cx, cy
+
+
+def radial_profile(image, bins: int):
+    y, x = np.indices(image.shape)
+    r = np.sqrt((x - image.shape[1] / 2) ** 2 + (y - image.shape[0] / 2) ** 2)
+    total = np.histogram(r, bins, weights=image)[0]
+    counts = np.histogram(r, bins)[0]
+    return total / np.maximum(counts, 1)
+
+
+def kuramoto(theta, omega, K: float, dt: float, steps: int):
+    n = theta.shape[0]
+    for _ in range(steps):
+        coupling = np.sum(np.sin(np.subtract.outer(theta, theta)), axis=0)
+        theta = theta + dt * (omega + K / n * coupling)
+    return np.mean(np.cos(theta)), theta
+
+
+def smoothed_edges(a: float, s: float):
+    """A Gaussian bump on an np.mgrid, blurred (wrap) and differentiated (Sobel, reflect)."""
+    Y, X = np.mgrid[-1.0:1.0:12j, -1.0:1.0:10j]
+    img = np.exp(-(X ** 2 + Y ** 2) / s) * a
+    blur = ndi.convolve(img, np.full((3, 3), 1.0 / 9.0), mode="wrap")
+    gx = ndi.correlate1d(ndi.correlate1d(blur, [-1.0, 0.0, 1.0], axis=1), [1.0, 2.0, 1.0], axis=0)
+    gy = ndi.correlate1d(ndi.correlate1d(blur, [-1.0, 0.0, 1.0], axis=0), [1.0, 2.0, 1.0], axis=1)
+    return np.sqrt(gx ** 2 + gy ** 2 + 1e-3)
+
+
+def _lbm(rng):
+    F = 1.0 + 0.01 * rng.standard_normal((5, 6, 9))
+    return F, 0.8
+
+
+CASES = [
+    (kernel(lbm_step), _lbm),
+    (kernel(wave), lambda rng: (rng.standard_normal((7, 6)), rng.standard_normal((7, 6)),
+                                0.5, 0.05, 3)),
+    (kernel(upwind), lambda rng: (rng.random(8) + 0.5, rng.standard_normal(8), 0.05, 0.2, 3)),
+    (kernel(lorenz63), lambda rng: (rng.standard_normal(3), 10.0, 28.0, 8 / 3, 0.01, 5)),
+    (kernel(kmeans_step), lambda rng: (rng.standard_normal((10, 2)),
+                                       np.array([0, 1, 2, 0, 1, 2, 0, 1, 2, 0]), 3)),
+    (kernel(radial_profile), lambda rng: (rng.standard_normal((6, 7)), 4)),
+    (kernel(kuramoto), lambda rng: (rng.standard_normal(5), rng.standard_normal(5), 1.5,
+                                    0.05, 3)),
+    (kernel(smoothed_edges), lambda rng: (1.3, 0.4)),
+]
+IDS = ["lbm", "wave", "upwind", "lorenz63", "kmeans", "radial_profile", "kuramoto",
+       "smoothed_edges"]
+
+
+@pytest.mark.parametrize("case", range(len(CASES)), ids=IDS)
+def test_forward_matches_numpy(case):
+    k, make = CASES[case]
+    check_forward(k, make(rng_for(IDS[case])), bitwise=False, rtol=1e-12)
+
+
+@pytest.mark.parametrize("case", range(len(CASES)), ids=IDS)
+def test_gradients_and_tangents_match_finite_differences(case):
+    k, make = CASES[case]
+    rng = rng_for(IDS[case], salt="grad")
+    check_gradient_and_tangent(k, make(rng), rng)
