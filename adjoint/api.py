@@ -283,7 +283,7 @@ class Specialization:
         self.fixed = fixed          # ((getter, value)) read from outside when compiled
         self._backward, self._tangent, self._sizes = {}, {}, {}
         self.last_sweep = None
-        self.pullback_reads = {}    # (backward, plan) -> containers vjp's pullbacks read
+        self.pullbacks = {}     # (backward, plan) -> containers vjp's pullbacks read, write
         self.setups = {}        # (backward, sizes) -> sweep.Setup
         self.pool = BufferPool()        # host buffers a finished gradient call gave back
         self.transients = BufferPool()  # those of the last forward call
@@ -648,10 +648,9 @@ def vjp(k: Kernel, *args, memory_budget=None, policy=None, snapshots=None):
     sweep = Sweep(spec, spec.backward(spec.floating, outputs), args, reusable=True,
                   budget=memory_budget, policy=policy, snapshots=snapshots, binding=binding)
     spec.last_sweep = sweep
-    outs = {n: spec.user(n, sweep.value(n).copy()) for n in spec.written_arrays}
+    outs = {n: spec.user(n, sweep.output(n)) for n in spec.written_arrays}
     for n in spec.sdfg.returns:
-        value = spec.returned(n, sweep.value(n), sweep.syms)
-        outs[output_key(n)] = value.copy() if isinstance(value, np.ndarray) else value
+        outs[output_key(n)] = spec.returned(n, sweep.output(n), sweep.syms)
     containers = {output_key(n): n for n in outputs}
 
     # An array argument the kernel only reads is an output too, equal to its input: its

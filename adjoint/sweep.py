@@ -11,14 +11,14 @@ only while the bytes on the ledger plus the spares stay within the ledger's peak
 the measured peak is still what the engine holds at most; idle pooled buffers between
 calls (at most those of the last finished call per specialisation) are on no ledger.
 A reusable call (vjp) gives its buffers back once its pullback is gone. A call whose
-buffers (but tapes and snapshots) are all small takes them, with their pointer table,
-as one Frame that the next call at its sizes reuses, and returns copies of its adjoints.
+buffers (but tapes and snapshots) are small together takes them, with their pointer
+table, as one Frame that the next call at its sizes reuses, and returns copies of its adjoints.
 What the sizes alone decide is computed once per backward and sizes (``Setup``)."""
 import math
 
 import numpy as np
 
-from .analysis.activity import accessed_containers
+from .analysis.activity import accessed_containers, written_containers
 from .autodiff import adjoint_name
 from .autodiff.plan import Candidate, parse_bytes, solve
 from .autodiff.revolve import schedule
@@ -28,7 +28,7 @@ from .errors import AdjointError
 from .frontend import RESULT
 from .options import options
 from .runtime.arguments import Binding, as_complex, as_parts
-from .runtime.memory import SMALL, idle, memory_for, on_device
+from .runtime.memory import FRAMED, SMALL, idle, memory_for, on_device
 
 FORWARD, RECORD, REVERSE = 0, 1, 2
 
@@ -61,8 +61,8 @@ class Setup:
     (an argument, its copy, a new transient, an adjoint zeroed where needed), each
     region's symbol values, the plans made, the tape lengths that sufficed for while
     loops (whose trips sc_check cannot count) in earlier calls (each overflow restarts
-    the forward sweep), and whether every buffer a call makes is small enough for a Frame
-    (runtime/memory.py; the idle frames are the Binding's, whose number a kernel bounds)."""
+    the forward sweep), and whether the buffers a call makes are few enough bytes for a
+    Frame (runtime/memory.py; the idle frames are the Binding's, whose number a kernel bounds)."""
 
     def __init__(self, spec, bwd, syms):
         spec.verify(bwd.module, syms)               # the counts below are only right then
@@ -85,9 +85,9 @@ class Setup:
                 self.syms[-1][-2:] = (0, int(count[3]))
         self.slots = [_slot(spec, c, dict(self.buffers).get(c.name), syms)
                       for c in bwd.layout.containers]
-        self.framed = not on_device(bwd.module) and all(
-            shape is None or math.prod(shape) * dtype.itemsize < SMALL
-            for _, shape, dtype in self.slots)
+        self.framed = not on_device(bwd.module) and sum(
+            math.prod(shape) * dtype.itemsize for _, shape, dtype in self.slots
+            if shape is not None) < FRAMED
         self.copies = [n for n, how in self.buffers if how == "copy"]
         self.cotangents = [(a.name, adjoint_name(a.name), a.kind == "float")
                            for a in spec.floating_arguments]
@@ -242,19 +242,24 @@ class Sweep:
     def _pin(self):
         """A reusable sweep's pullbacks run later, and the caller may change its arrays
         in between: the arguments they read that are not copies yet are copied now (the
-        pullback of ``vjp`` is the derivative at the call's values)."""
+        pullback of ``vjp`` is the derivative at the call's values). Each pullback works
+        on copies of the containers its entries write (``restored``: pops, snapshots
+        restored and re-run), the others as the forward sweep left them (go_fast copied
+        its 32 MB result per pullback, which no reverse entry touches)."""
         kinds = tuple(option.kind for option in self.plan.choices)
         key = (id(self.bwd), kinds)
-        if key not in self.spec.pullback_reads:
-            read = set()
+        if key not in self.spec.pullbacks:
+            read, written = set(), set()
             for r, kind in zip(self.adj.regions, kinds):
                 read |= accessed_containers(r.reverse)
+                written |= written_containers(r.reverse)
                 if kind != "store":             # re-run from a snapshot, then reversed
                     read |= accessed_containers(r.record) | accessed_containers(r.forward)
-            self.spec.pullback_reads[key] = frozenset(read)
-        read = self.spec.pullback_reads[key]
+                    written |= r.writes | r.inputs
+            self.spec.pullbacks[key] = frozenset(read), frozenset(written & self.primal)
+        self.touched, self.restored = self.spec.pullbacks[key]
         pinned = {n: self._own(self.mem.copy(v)) for n, v in self.arguments.items()
-                  if n in read and self.state[n] is v}
+                  if n in self.touched and self.state[n] is v}
         if pinned:
             self.state = {**self.state, **pinned}   # a new dict: _buffers builds its table
 
@@ -392,6 +397,19 @@ class Sweep:
                                "its buffers went back to the pool")
         return self.mem.value(self.state[name])
 
+    def output(self, name):
+        """A container's contents after the forward sweep for vjp's caller to keep: the
+        buffer itself, handed over, where no pullback touches it (go_fast's 32 MB result:
+        a copy per call before); a copy otherwise."""
+        buffer = self.state[name]
+        if name not in self.touched and self.frame is None and not self.mem.copies_arguments:
+            for k, owned in enumerate(self._owned):
+                if owned is buffer and buffer.nbytes >= SMALL:
+                    del self._owned[k]
+                    self.ledger.give(buffer)
+                    return self.mem.hand_out(buffer).reshape(buffer.shape)
+        return self.mem.value(buffer).copy()
+
     def _save(self, names, state=None):
         state = state or self.state
         return {n: self._hold(self.mem.copy(state[n])) for n in names}
@@ -416,9 +434,9 @@ class Sweep:
         if self.released:
             raise AdjointError(f"{self.spec.sdfg.name}(): the reverse sweep of a "
                                "non-reusable call runs once")
-        if self.reusable:
-            written = self.setup.written
-            state = {n: (self._hold(self.mem.copy(v)) if n in written else v)
+        if self.reusable:           # the pullback's own copies of what it writes
+            restored = self.restored
+            state = {n: (self._hold(self.mem.copy(v)) if n in restored else v)
                      for n, v in self.state.items()}
             if self.pulled:
                 self._fresh_adjoints()

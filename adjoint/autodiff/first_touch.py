@@ -3,8 +3,9 @@
 The sweep's adjoint buffers start at zero because the reverse sweep adds into them.
 Where the first statement of the whole reverse sweep (in the order the regions' reverse
 sweeps run) that touches an adjoint is a map or a nest of counted loops adding into one
-element per iteration, at ``v + c`` in each dimension, nothing has been added to that box
-before: the sum is an assignment, and only the rest of the buffer needs zeros. This runs
+element per iteration, at ``v + c`` in each dimension, or a library node adding into all
+of it (an outer product's adjoint), nothing has been added to that box before: the sum
+is an assignment, and only the rest of the buffer needs zeros. This runs
 before the gather, which then sees a local write. Vectorised and loop stencils meet it
 for the adjoints of their inputs and of ``x`` under ``np.sum(x * x)``: hdiff-limiter's
 gradient spent an eighth of its time zero-filling such buffers.
@@ -28,7 +29,8 @@ def assign_first(regions, adjoints, seeded):
     out = []
     for region in reversed(regions):        # the order the reverse sweeps run in
         sizes = frozenset(region.reverse.symbols)
-        body = _Top((adjoints, sizes), seen, boxes).region(region.reverse.body)
+        body = _Top((adjoints, sizes), seen, boxes, region.reverse.containers).region(
+            region.reverse.body)
         out.append(replace(region, reverse=region.reverse.replace(body=body)))
     return tuple(reversed(out)), boxes
 
@@ -37,15 +39,35 @@ class _Top(Transformer):
     """Rewrites a region's top-level statements (those in branches may not run, those in
     a loop's body run more than once: what they touch only counts as seen)."""
 
-    def __init__(self, names, seen, boxes):
+    def __init__(self, names, seen, boxes, containers):
         super().__init__()
         self.names, self.seen, self.boxes = names, seen, boxes
+        self.containers = containers
 
     def node(self, node):
         if isinstance(node, MapScope):
             node = _assigning(node, node.params, node.ranges, node.body, self.names,
                               self.seen, self.boxes)
+        elif isinstance(node, LibraryNode):
+            node = self._library(node)
         self.seen.update(_names(node))
+        return node
+
+    def _library(self, node):
+        """A library node summing into an adjoint nothing has touched, whole, assigns it
+        where its kind can (``LibraryNode.assigning``: an outer product's adjoint as
+        dgemm with beta 0, not zeros and dger's read and write of every element)."""
+        adjoints, sizes = self.names
+        accesses = node.accesses()
+        for name, kind in accesses:
+            if kind != "sum" or name not in adjoints or name in self.seen or \
+                    (name, "read") in accesses:
+                continue
+            box = tuple((0, d) for d in self.containers[name].shape)
+            assigned = node.assigning(name)
+            if assigned is not None and not any(sp.sympify(d).free_symbols - sizes
+                                                for _, d in box):
+                node, self.boxes[name] = assigned, box
         return node
 
     def loop(self, loop):

@@ -105,6 +105,11 @@ class MatMul(LibraryNode):
                                 self.out_dims, not self.trans_a, False, True, self.line))
         return tuple(nodes)
 
+    def assigning(self, name):
+        """The product assigned to out (dgemm with beta 0 for an outer product) rather
+        than added."""
+        return replace(self, accumulate=False) if name == self.out else None
+
     def jvp(self, d):
         """d(op(a) op(b)) = op(da) op(b) + op(a) op(db), before the product itself. (A
         product writes a fresh transient once, so its output is varied only through a or b.)"""

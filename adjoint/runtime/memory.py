@@ -11,7 +11,8 @@ user (a gradient) is the user's for as long as any array refers to it; once none
 it goes back to the pool too: fresh memory costs a page fault per page on first touch
 (hdiff-limiter's gradient at 1000 x 1000: 1 ms for each 8 MB adjoint it returned, a
 tenth of the call). Buffers under ``SMALL`` bytes are not pooled (NumPy serves them
-faster than a look-up); a call whose buffers are all that small keeps them in one
+faster than a look-up); a differentiated call whose buffers total under ``FRAMED`` bytes
+(a forward call: whose transients are each under ``SMALL``) keeps them in one
 :class:`Frame`, with their pointer table, which the next call at its sizes takes whole."""
 import collections
 import math
@@ -21,6 +22,10 @@ import numpy as np
 
 FLOAT64 = np.dtype(np.float64)
 SMALL = 4096
+# A sweep whose buffers total fewer bytes takes them as one Frame: below this, the fill of
+# the whole block costs less than taking each buffer from the pool (2mm's gradient at
+# n = 40, a dozen 12.8 KB buffers: 110 -> 65 us, most of it the sweep's Python).
+FRAMED = 1 << 19
 THREADED = 1 << 18      # codegen's SC_PARALLEL_BYTES: smaller fills and copies are one
                         # thread's in C too, and NumPy's call is the cheaper one
 
@@ -104,9 +109,9 @@ class BufferPool:
 
 
 class Frame:
-    """Every buffer one small call makes (argument copies, transients, adjoints, each
-    under SMALL bytes) as views of one block, with the pointer table of the call's entry
-    points; made once per sizes and reused by the calls at those sizes, one at a time
+    """Every buffer one small call makes (argument copies, transients, adjoints, under
+    FRAMED bytes together) as views of one block, with the pointer table of the call's
+    entry points; made once per sizes and reused by the calls at those sizes, one at a time
     (:func:`idle`): a call zeroes the block with one fill, copies its arguments in, and
     points the table at the arrays it uses as they are. (Making the buffers and the table
     anew was most of a tiny kernel's gradient call.)

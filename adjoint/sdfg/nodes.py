@@ -114,6 +114,7 @@ class LibraryNode:
     text form; ``work()``: factors of its operation count (the plan's cost);
     ``reverse_reads(active)``: the containers whose forward values its adjoint reads;
     ``vjp(d)``/``jvp(d)``: its reverse and tangent rules as nodes (``library.base.Rules``);
+    ``assigning(name)``: the node assigning what it sums into (optional);
     ``prototypes(library)``/``emit(gen)``: the C declarations it needs from the linked
     BLAS/LAPACK and its C (a library call, or loops when ``gen.library`` is None);
     ``device_kernel``: whether CUDA runs it as kernels of its own (``emit_cuda(host)``)
@@ -154,6 +155,11 @@ class LibraryNode:
 
     def vjp(self, d):
         raise NotImplementedError(f"{self.kind} at line {self.line}: no reverse rule")
+
+    def assigning(self, name):
+        """The node assigning the container ``name`` it sums into, whole (nothing was added
+        to it before: ``autodiff/first_touch.py``), or None where the kind cannot."""
+        return None
 
     def jvp(self, d):
         raise NotImplementedError(f"{self.kind} at line {self.line}: no tangent rule")

@@ -3,7 +3,8 @@ start uninitialised, so every element must be written before it is read."""
 import numpy as np
 import pytest
 
-from adjoint import float64, grad, kernel, symbol, vjp
+from adjoint import float64, grad, kernel, options, symbol, vjp
+from adjoint.library.matmul import MatMul
 from adjoint.sdfg.nodes import MapScope, walk
 from kernel_testing import rng_for
 
@@ -111,3 +112,31 @@ def test_a_triangular_nest_is_no_box():
         assert np.all(g[np.triu_indices(6, 1)] == 0.0)
         y = np.sum(np.tril(x) ** 2, axis=1)
         np.testing.assert_allclose(g, np.tril(4 * y[:, None] * x), rtol=1e-12)
+
+
+@kernel
+def two_products(A: float64[N, N], x: float64[N], w: float64[N]) -> float:
+    y = A @ x
+    z = A @ w
+    return np.sum(y * y) + np.sum(z * z)
+
+
+@pytest.mark.parametrize("blas", [True, False], ids=["blas", "loops"])
+def test_an_outer_products_adjoint_is_assigned_then_added(blas, monkeypatch):
+    """The reverse of ``z = A @ w`` runs first and is the first to touch A's adjoint: its
+    outer product assigns all of it (no zeros, dgemm with beta 0 instead of dger's read
+    and write); the one of ``y = A @ x`` then adds to it. Pooled buffers come back dirty
+    (N = 200: pooled, not framed)."""
+    monkeypatch.setattr(options, "blas", blas)
+    rng = rng_for("outer")
+    A, x, w = rng.random((200, 200)), rng.random(200), rng.random(200)
+    spec = two_products.specialize((A, x, w))
+    adj = spec.backward(frozenset({"A", "x", "w"}), frozenset({"__return"})).adjoint
+    assert adj.assigned_first["__g_A"] == ((0, N), (0, N))
+    products = [n for r in adj.regions for n, _ in walk(r.reverse.body)
+                if isinstance(n, MatMul) and n.out == "__g_A"]
+    assert [p.accumulate for p in products] == [False, True]
+    want = 2 * np.outer(A @ x, x) + 2 * np.outer(A @ w, w)
+    for _ in range(3):
+        got = grad(two_products, wrt="A")(A, x, w)
+        np.testing.assert_allclose(got, want, rtol=1e-12)

@@ -14,6 +14,7 @@ from adjoint import (ArgumentError, BoundsError, float64, grad, int64, kernel, o
                      symbol, value_and_grad, vjp)
 from adjoint import api
 from adjoint.runtime import arguments, module
+from adjoint.runtime.memory import FRAMED
 from kernel_testing import fd_gradient
 
 N, M = symbol("N"), symbol("M")
@@ -307,7 +308,7 @@ def test_a_pullbacks_buffers_go_back_to_the_pool_once_it_is_gone():
     not copies), as the caller keeps the earlier ones (every call allocated all of them
     before)."""
     k = kernel(_axpy)
-    n = 2048                                    # 16 KiB arrays: pooled, not framed
+    n = FRAMED // 16                            # 256 KiB arrays: pooled, not framed
     A, B = _x(n), _x(n, seed=9)
     spec = k.specialize((A, B, 0.4))
     results = []
