@@ -31,6 +31,10 @@ class Options:
     # regrouped and constants folded, like -ffast-math (faster recurrences such as
     # Gauss-Seidel's; equal to rounding for finite values without cancellation only)
     reassociate: bool = False
+    # True: exp, expm1 and tanh are the engine's own (codegen/helpers.py: VECTOR_MATH),
+    # which vectorise, within 1-3 ulps of the C library's and the same bits on every
+    # machine; False: the C library's, bitwise Python's math (docs/architecture.md)
+    vector_math: bool = False
     nvcc: str = field(default_factory=lambda: os.environ.get("NVCC", "nvcc"))
     cuda_flags: tuple = ("-O3", "--fmad=false")    # no fused multiply-adds, as cflags
     cuda_arch: str = ""                 # e.g. "sm_90"; "": the compute capability of the GPU
@@ -51,6 +55,7 @@ class Target:
     cflags: tuple
     blas: bool
     reassociate: bool = False
+    vector_math: bool = False
     cuda: tuple = ()        # (nvcc, cuda_flags, cuda_arch, cuda_emulation) on device="cuda"
 
 
@@ -58,7 +63,8 @@ def target() -> Target:
     """The Target of the current options: one object per distinct options (a kernel's
     call cache compares it by identity on every call; building one took 0.8 us)."""
     key = (options.device, options.compiler, options.cflags, options.blas, options.reassociate,
-           options.nvcc, options.cuda_flags, options.cuda_arch, options.cuda_emulation)
+           options.vector_math, options.nvcc, options.cuda_flags, options.cuda_arch,
+           options.cuda_emulation)
     try:
         return _targets[key]
     except KeyError:
@@ -71,7 +77,7 @@ def _target():
     cuda = (options.nvcc, tuple(options.cuda_flags), options.cuda_arch,
             bool(options.cuda_emulation)) if options.device != "cpu" else ()
     return Target(options.device, options.compiler, tuple(options.cflags), bool(options.blas),
-                  bool(options.reassociate), cuda)
+                  bool(options.reassociate), bool(options.vector_math), cuda)
 
 
 _targets = {}

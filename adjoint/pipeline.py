@@ -22,6 +22,7 @@ from .analysis.fusion import fuse
 from .autodiff import Adjoint, differentiate, linearize
 from .autodiff.reverse import adjoint_name
 from .codegen import COUNTS, Layout, generate_module, translation_units
+from .codegen.printer import vector_math
 from .frontend import fingerprint, holds, parse
 from .runtime import CompiledModule, build_module, load
 from .schedule import schedule
@@ -73,9 +74,9 @@ def lower_forward(src, name, types, target: Target, sizes=None) -> Forward:
 
 def _staged(target, stage, *args):
     """``stage(*args)`` to run with floating-point values built and printed as the target
-    says (``reassociate``, sdfg/arithmetic.py)."""
+    says (``reassociate``, sdfg/arithmetic.py; ``vector_math``, codegen/printer.py)."""
     def run():
-        with reassociating(target.reassociate):
+        with reassociating(target.reassociate), vector_math(target.vector_math):
             return stage(*args)
     return run
 

@@ -133,6 +133,8 @@ class EngineConfig:
     compiler: Optional[str] = option(None, help="C compiler; null: $CC, else cc")
     reassociate: bool = option(False, help="true: sums regrouped like -ffast-math (faster "
                                            "recurrences; results within rounding only)")
+    vector_math: bool = option(False, help="true: exp, expm1, tanh as the engine's own, which "
+                                           "vectorise (within 1-3 ulps, not bitwise Python's)")
 
 
 @dataclass

@@ -29,8 +29,8 @@ from ..analysis.dependence import countable
 from ..errors import AdjointError
 from ..schedule.cost import PARALLEL_WORK, PRIVATE_SUMS
 from ..schedule.decisions import Threading
-from .helpers import C_POW, CHECKED, CONSTANTS, PYTHON_SEMANTICS, arithmetic
-from .printer import C_TYPES, c_name, identifier
+from .helpers import C_POW, CHECKED, CONSTANTS, PYTHON_SEMANTICS, VECTOR_MATH, arithmetic
+from .printer import C_TYPES, c_name, identifier, vectorised
 from .statements import (CHECK_SIGNATURE, COUNTS, FAILED, INTERRUPTED,  # noqa: F401
                          StatementPrinter, decided)
 
@@ -116,7 +116,8 @@ def generate_module(layout, entries, checks, counted=(), library=None):
     unbounded = any(not countable(r) for sdfg in entries for r in loops(sdfg.body))
     nodes = [node for sdfg in entries for node in library_nodes(sdfg.body)]
     gen = OpenMPPrinter(layout, unbounded, library if nodes else None)
-    head = [PREAMBLE, "#define SC_VALUE static inline\n" + PYTHON_SEMANTICS, CHECKED] + \
+    head = [PREAMBLE, "#define SC_VALUE static inline\n" + PYTHON_SEMANTICS, CHECKED,
+            VECTOR_MATH if vectorised() else ""] + \
         (list(dict.fromkeys(p for node in nodes for p in node.prototypes(library)))
          if gen.library else [])
     head += [f"SC_LOCAL int64_t sc_entry{k}({ARGS});" for k in range(len(entries))]

@@ -2,7 +2,8 @@
 ``codegen.c.PREAMBLE``, CUDA's ``cuda_preamble.preamble``) include this text, each with
 its own function qualifier (``static inline`` in C, ``SC_HD``, host and device, in
 CUDA). What C and NumPy/Python compute differently (printer.HELPERS maps the functions
-to these), integer index arithmetic, and ``sc_check``'s checked arithmetic."""
+to these), integer index arithmetic, ``sc_check``'s checked arithmetic, and the engine's
+own exp, expm1 and tanh (the option ``vector_math``)."""
 
 CONSTANTS = r"""#ifndef M_PI
 #define M_PI 3.14159265358979323846
@@ -114,4 +115,62 @@ static inline int64_t sc_ctrip(int64_t a, int64_t b, int64_t s, int *o)
 { if (s == 0 || s == INT64_MIN) { *o = 1; return 0; }
   int64_t d = s > 0 ? sc_csub(b, a, o) : sc_csub(a, b, o), m = s > 0 ? s : -s;
   return d > 0 ? sc_cadd(d, m - 1, o) / m : 0; }
+"""
+
+
+# exp, expm1 and tanh of the option vector_math (printer.vector_math; both preambles hold
+# them while it is on): no calls and no branches, so loops over them vectorise; + - * /
+# and bit operations only (FMA is off in both backends' flags), so every machine, thread
+# count and vector width computes the same bits. Within 1, 2 and 3 ulps of glibc's
+# (tests/engine/codegen/test_vector_math.py); inf, nan, -0.0, overflow to inf and
+# underflow through the subnormals as glibc has them.
+VECTOR_MATH = r"""SC_VALUE double sc_asdouble(uint64_t u) { double d; memcpy(&d, &u, sizeof d); return d; }
+SC_VALUE uint64_t sc_asuint(double d) { uint64_t u; memcpy(&u, &d, sizeof u); return u; }
+/* x = k ln2 + r, |r| <= ln2/2 + ulps: returns expm1(r) (Taylor to r^13: under 1e-17 off),
+   *ki the bits of k + 1.5 * 2^52, whose low 52 bits are k + 2^51 (k > -2^51) */
+SC_VALUE double sc_exp_reduce(double x, uint64_t *ki)
+{
+    const double shift = 0x1.8p52, ln2_hi = 0x1.62e42feep-1, ln2_lo = 0x1.a39ef35793c76p-33;
+    double kd = x * 0x1.71547652b82fep0 + shift;        /* round(x / ln2), in its bits */
+    *ki = sc_asuint(kd);
+    kd -= shift;
+    double r = (x - kd * ln2_hi) - kd * ln2_lo;        /* k * ln2_hi exact for |k| < 2^20 */
+    /* (expm1(r) - r) / r^2 = sum r^n / (n + 2)!, n < 12, by Estrin's scheme (a short
+       dependence chain: a loop's row of a few elements is one vector, latency-bound) */
+    double r2 = r * r, r4 = r2 * r2, r8 = r4 * r4;
+    double p01 = 0.5 + r * (1.0 / 6.0), p23 = 1.0 / 24.0 + r * (1.0 / 120.0);
+    double p45 = 1.0 / 720.0 + r * (1.0 / 5040.0), p67 = 1.0 / 40320.0 + r * (1.0 / 362880.0);
+    double p89 = 1.0 / 3628800.0 + r * (1.0 / 39916800.0);
+    double p1011 = 1.0 / 479001600.0 + r * (1.0 / 6227020800.0);
+    double p = (p01 + r2 * p23) + r4 * (p45 + r2 * p67) + r8 * (p89 + r2 * p1011);
+    return r + r2 * p;
+}
+/* 2^k from the bits of k + 2^51 (-1022 <= k <= 1023): shifting drops the 2^51 */
+SC_VALUE double sc_pow2(uint64_t ki) { return sc_asdouble((ki + 1023) << 52); }
+SC_VALUE double sc_exp(double x)
+{
+    uint64_t ki;
+    double q = sc_exp_reduce(x < -746.0 ? -746.0 : (x > 710.0 ? 710.0 : x), &ki);
+    /* 2^k as 2^(k - k/2) 2^(k/2) (k/2 rounded down), each normal for k in [-1076, 1024]:
+       the first product is exact and the second rounds once, also into subnormals */
+    return ((1.0 + q) * sc_pow2(ki - (ki >> 1))) * sc_pow2(ki >> 1);
+}
+SC_VALUE double sc_expm1(double x)
+{
+    uint64_t ki;
+    double xc = x < -60.0 ? -60.0 : (x > 710.0 ? 710.0 : x);  /* expm1(-60) rounds to -1 */
+    double q = sc_exp_reduce(xc, &ki), s = sc_pow2(ki);
+    double big = ((1.0 + q) * sc_pow2(ki - (ki >> 1))) * sc_pow2(ki >> 1) - 1.0;
+    double em = s * q + (s - 1.0);                      /* 2^k (1 + q) - 1, k <= 1023 */
+    return x == 0.0 ? x : (xc > 37.0 ? big : em);       /* -0.0 stays; beyond 2^53: big */
+}
+/* tanh(|x|) = expm1(2|x|) / (expm1(2|x|) + 2), with tanh(22) rounding to 1 */
+SC_VALUE double sc_tanh(double x)
+{
+    uint64_t ki;
+    double a = fabs(x);
+    double q = sc_exp_reduce(2.0 * (a > 22.0 ? 22.0 : a), &ki), s = sc_pow2(ki);
+    double em = s * q + (s - 1.0);
+    return copysign(em / (em + 2.0), x);
+}
 """

@@ -1,4 +1,6 @@
 """sympy -> C expressions: values in double precision, indices in int64_t."""
+import contextlib
+import contextvars
 import functools
 import hashlib
 import re
@@ -14,6 +16,25 @@ from sympy.printing.precedence import PRECEDENCE
 from ..errors import AdjointError
 from ..sdfg import arithmetic as fp
 from ..sdfg.nodes import LOAD, THREADS
+
+_VECTOR_MATH = contextvars.ContextVar("vector_math", default=False)
+
+
+@contextlib.contextmanager
+def vector_math(on):
+    """Within the block, exp, expm1 and tanh print as the engine's own (``sc_exp``...,
+    ``helpers.VECTOR_MATH``, in the preambles too) instead of the C library's: the engine
+    option ``vector_math``, which ``pipeline.py`` sets around every stage."""
+    token = _VECTOR_MATH.set(bool(on))
+    try:
+        yield
+    finally:
+        _VECTOR_MATH.reset(token)
+
+
+def vectorised():
+    """Whether values print with the engine's exp, expm1 and tanh (:func:`vector_math`)."""
+    return _VECTOR_MATH.get()
 
 
 def _may_be_integer(expr):
@@ -111,6 +132,19 @@ class CPrinter(C99CodePrinter):
         if type(expr) in HELPERS:
             return f"{HELPERS[type(expr)]}({', '.join(self._print(a) for a in expr.args)})"
         return super()._print_Function(expr)
+
+    def _print_exp(self, expr):
+        return self._math(expr, "exp")
+
+    def _print_expm1(self, expr):
+        return self._math(expr, "expm1")
+
+    def _print_tanh(self, expr):
+        return self._math(expr, "tanh")
+
+    def _math(self, expr, name):
+        """The C library's function, or the engine's where the option vector_math is on."""
+        return f"{'sc_' if vectorised() else ''}{name}({self._print(expr.args[0])})"
 
     def _print_Symbol(self, expr):
         return c_name(expr, self.names)

@@ -113,12 +113,33 @@ class Call:
         return self._leaves(dots["return"] if self.returns else None) + \
             [dots[self.names[p]] for p in self.written]
 
-    def adjoint(self, operands, cotangents):
+    def recorded(self, operands):
+        """(the flat outputs, the sweep that computed them): the differentiated call's
+        forward sweep, for a framework that will ask for the adjoint (PyTorch's forward of
+        tensors that require grad), so that the kernel runs once; :meth:`adjoint` given the
+        sweep runs only its reverse."""
+        sweep = self._sweep(operands)
+        spec = sweep.spec
+        values = [spec.returned(n, sweep.value(n), sweep.syms) for n in self.returns]
+        values += [sweep.value(self.names[p]) for p in self.written]
+        # copies: the reverse sweep restores the primal buffers, and they go back to the pool
+        return [v.copy() if isinstance(v, np.ndarray) else v for v in values], sweep
+
+    def adjoint(self, operands, cotangents, sweep=None):
         """The floating operands' cotangents (numbers for floats, arrays of the operands'
         shapes) for ``cotangents`` of the flat outputs: the sweep ``vjp`` runs, but run
         once (as ``value_and_grad`` runs it), so nothing is copied for a second pullback
         (``vjp`` copies its outputs, the arguments its pullback reads and, per pullback,
-        the written state)."""
+        the written state). ``sweep``: the one :meth:`recorded` returned (its reverse runs
+        once), else a new one at ``operands``."""
+        sweep = sweep or self._sweep(operands)
+        wanted = [self.names[p] for p in self.floating]
+        seeds = dict(zip(self.returns + [self.names[p] for p in self.written], cotangents))
+        back = sweep.reverse(seeds, wanted=wanted)
+        return [back[n] for n in wanted]
+
+    def _sweep(self, operands):
+        """The differentiated call at ``operands`` after its forward sweep."""
         spec, binding, args = self.kernel.bound(self.arguments(operands))
         backward = self._backwards.get(spec)
         if backward is None:
@@ -128,10 +149,7 @@ class Call:
                       policy=self.options.get("policy"),
                       snapshots=self.options.get("snapshots"), binding=binding)
         spec.last_sweep = sweep                     # for explain()
-        wanted = [self.names[p] for p in self.floating]
-        seeds = dict(zip(self.returns + [self.names[p] for p in self.written], cotangents))
-        back = sweep.reverse(seeds, wanted=wanted)
-        return [back[n] for n in wanted]
+        return sweep
 
 
 def _number_or_array(value, kind):

@@ -7,7 +7,10 @@
 One ``torch.autograd.Function`` per call: ``forward`` runs the compiled kernel on copies
 of the tensors it writes, ``backward`` the engine's adjoint (the reverse sweep of
 :func:`adjoint.vjp`, run once, at the inputs saved by ``forward``; PyTorch's version
-counters refuse the backward if they were changed in place since), and ``jvp`` (forward-mode AD,
+counters refuse the backward if they were changed in place since). Where a tensor
+requires grad, ``forward`` is that sweep's forward (``Call.recorded``: the kernel runs
+once, its tape kept until ``backward``, as PyTorch keeps its own saved values); a second
+``backward`` (``retain_graph``) runs a sweep anew. ``jvp`` (forward-mode AD,
 ``torch.autograd.forward_ad``) the tangent kernel (:func:`adjoint.jvp`). It returns what
 ``to_jax`` returns: the kernel's return value when it writes no argument, else
 ``(return value, *final values of the written arrays in argument order)``, without the
@@ -77,14 +80,22 @@ class _KernelFunction(torch.autograd.Function):
         ctx.call, ctx.device = call, device
         ctx.save_for_backward(*tensors)
         ctx.save_for_forward(*tensors)
-        return tuple(_tensor(o, device) for o in call.forward([_host(t) for t in tensors]))
+        operands = [_host(t) for t in tensors]
+        if any(ctx.needs_input_grad[2:]):       # a backward may follow: its forward sweep
+            flat, ctx.sweep = call.recorded(operands)
+        else:
+            flat, ctx.sweep = call.forward(operands), None
+        return tuple(_tensor(o, device) for o in flat)
 
     @staticmethod
     def backward(ctx, *cotangents):
-        call, tensors = ctx.call, ctx.saved_tensors
+        call, tensors = ctx.call, ctx.saved_tensors     # (refused if changed in place)
         if not any(ctx.needs_input_grad[2:]):
             return (None,) * (2 + len(tensors))
-        back = call.adjoint([_host(t) for t in tensors], [_host(c) for c in cotangents])
+        # the forward's sweep reverses once; another backward (retain_graph) runs anew
+        sweep, ctx.sweep = ctx.sweep, None
+        operands = None if sweep else [_host(t) for t in tensors]
+        back = call.adjoint(operands, [_host(c) for c in cotangents], sweep)
         at = dict(zip(call.floating, back))
         return (None, None) + tuple(
             _tensor(at[p], ctx.device, t.dtype) if p in at and need else None

@@ -50,7 +50,7 @@ def test_every_model_and_task_compose(model, task):
     assert cfg.model.name == model and cfg.task.name == task
     assert cfg.device.name == "cpu" and cfg.seed == 0
     assert set(cfg.engine) == {"memory_budget", "threads", "cache_dir", "cflags", "compiler",
-                               "reassociate"}
+                               "reassociate", "vector_math"}
     m = simcore.get_model(model, cfg.model)                  # the config builds the model
     assert m.steps == cfg.model.steps
 

@@ -83,3 +83,34 @@ def test_errors_name_the_argument():
         f(torch.ones(8), torch.ones(8, dtype=torch.float64), 2)
     with pytest.raises(ArgumentError, match="argument 'B'.*got ndarray"):
         f(torch.ones(8, dtype=torch.float64), np.ones(8), 2)
+
+
+def test_the_kernel_runs_once_forward_and_backward(monkeypatch):
+    """Tensors that require grad: the forward is the differentiated call's forward sweep,
+    whose reverse the backward runs (as many entry points as value_and_grad); a second
+    backward (retain_graph) runs a sweep anew; a change in place in between is refused."""
+    from adjoint import value_and_grad
+    from adjoint.runtime.module import CompiledModule
+    x, w, lam = make_roughness(rng_for("torch-once"))
+    entries = []
+    original = CompiledModule.call
+    monkeypatch.setattr(CompiledModule, "call",
+                        lambda self, *a, **k: entries.append(a[0]) or original(self, *a, **k))
+    f, vg = to_torch(roughness), value_and_grad(roughness, wrt="x")
+    for _ in range(2):                          # the second round: everything compiled
+        entries.clear()
+        want = vg(x, w, lam)[1]
+        engine = len(entries)
+        entries.clear()
+        xt = torch.tensor(x, requires_grad=True)
+        loss = f(xt, torch.tensor(w), lam)
+        loss.backward(retain_graph=True)
+    assert len(entries) == engine
+    np.testing.assert_allclose(xt.grad.numpy(), want, rtol=1e-14)
+    loss.backward()
+    np.testing.assert_allclose(xt.grad.numpy(), 2 * want, rtol=1e-14)
+    loss = f(xt, torch.tensor(w), lam)
+    with torch.no_grad():
+        xt.add_(1.0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        loss.backward()
