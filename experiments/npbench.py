@@ -159,7 +159,7 @@ NOTES = "## Notes"        # from this heading on, npbench.md is written by hand 
 # Inputs a kernel reads only in comparisons (bin edges, masks): the output is piecewise
 # constant in them, their derivative zero almost everywhere, and central differences see
 # the jumps where a step moves a point across an edge. Held fixed in the gradient check.
-HELD = {"azimint_naive": ("radius",)}
+HELD = {"azimint_naive": ("radius",), "azimint_hist": ("radius",)}
 TWIN = ("central differences of the original's float64 twin (its module's np.float32 read "
         "as np.float64): the original's own are float32 rounding noise")
 
