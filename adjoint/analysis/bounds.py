@@ -116,9 +116,12 @@ def _access_checks(sdfg, ints, memlet, line, ctx):
     checks = []
     container = sdfg.containers[memlet.data]
     loops = [c for c in ctx if isinstance(c, LoopRegion)]
-    indirect = any(index_loads(e) for e in memlet.subset) or any(
-        index_loads(e) for loop in loops for e in (loop.start, loop.stop) if e is not None)
+    loaded_loops = any(index_loads(e) for loop in loops for e in (loop.start, loop.stop)
+                       if e is not None)
     for k, (index, size) in enumerate(zip(memlet.subset, container.shape)):
+        # an index of index-array elements (or in loops bounded by them), checked through
+        # their value ranges; the others of the access under the branches around it
+        indirect = loaded_loops or bool(index_loads(index))
         where = readable(f"{memlet.data}[{', '.join(map(str, memlet.subset))}]: "
                          f"index {index}")
         sides = []

@@ -20,7 +20,6 @@ from ..sdfg import Container, LoopRegion, MapScope, Memlet, State, Tasklet
 from .array_shapes import (ONE, MaskValue, ViewValue, broadcast_to, fmt_shape, number, remap,
                            subscript, truth)
 from .expressions import RESULT, DataValue, IntValue
-from .dtypes import note_store
 from .masks import unmasked
 
 FLOAT64 = np.dtype(np.float64)
@@ -85,7 +84,7 @@ def store(b, target, new, line):
     def old():
         return b.ex._read(name, written)
     inputs, body = tasklet_body(b.ex, lambda: new(params, old))
-    note_store(b, name, inputs, body)
+    b.kernel.note_store(name, inputs, body)
     if _overlaps(name, written, inputs, params, shape):
         tmp = temporary(b, None, view.container.shape, "__copy")   # shape: kernel sizes
         b.ex.prelude += _node(Tasklet(inputs, ((Memlet(tmp.name, written), body),), line),

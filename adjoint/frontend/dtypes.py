@@ -259,31 +259,31 @@ def value_dtype(b, value):
     from .array_stores import tasklet_body
     if value.dtype is not None:
         return value.dtype
-    if value.view is not None and value.view.container.name not in _inferred(b):
+    if value.view is not None and value.view.container.name not in _inferred(b.kernel):
         return value.view.container.dtype
     inputs, expr = tasklet_body(b.ex, lambda: number(value.at(AXES[:value.rank])))
-    return _stored_dtype(b, inputs, expr)
+    return _stored_dtype(b.kernel, inputs, expr)
 
 
-def _stored_dtype(b, inputs, expr):
-    weak = {a.name for a in b.kernel.arguments if a.kind == "float"}
-    found = {n: COMPLEX128 if n in b.kernel.complex_stored else None for n in _inferred(b)}
-    d = dtype_of(expr, _symbol_dtypes(Tasklet(inputs, ()), b.kernel.containers, found, weak))
+def _stored_dtype(kernel, inputs, expr):
+    weak = {a.name for a in kernel.arguments if a.kind == "float"}
+    found = {n: COMPLEX128 if n in kernel.complex_stored else None for n in _inferred(kernel)}
+    d = dtype_of(expr, _symbol_dtypes(Tasklet(inputs, ()), kernel.containers, found, weak))
     return d if isinstance(d, np.dtype) else np.dtype(np.int64) if d is WEAK_INT else \
         COMPLEX128 if d is WEAK_COMPLEX else FLOAT64
 
 
-def note_store(b, name, inputs, expr):
+def note_store(kernel, name, inputs, expr):
     """Remember that a temporary whose dtype is decided later holds complex values, for
     the choices made while building (``value_dtype``: a product of complex operands is
-    no BLAS call)."""
-    if name in _inferred(b) and name not in b.kernel.complex_stored and \
-            is_complex(_stored_dtype(b, inputs, expr)):
-        b.kernel.complex_stored.add(name)
+    no BLAS call). The builder's ``note_store`` (array_stores.py calls it)."""
+    if name in _inferred(kernel) and name not in kernel.complex_stored and \
+            is_complex(_stored_dtype(kernel, inputs, expr)):
+        kernel.complex_stored.add(name)
 
 
-def _inferred(b):
-    return {n for n, c in b.kernel.containers.items() if c.transient and n not in b.kernel.typed}
+def _inferred(kernel):
+    return {n for n, c in kernel.containers.items() if c.transient and n not in kernel.typed}
 
 
 # ---- the pass over a kernel ---------------------------------------------------------------

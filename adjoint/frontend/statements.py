@@ -107,6 +107,10 @@ class KernelBuilder(LoopLowering, CallLowering, ArrayLowering):
             raise self.src.error(node, f"name {name!r}: names starting with '__' and non-ASCII "
                                        "names are reserved for the engine")
 
+    def note_store(self, name, inputs, value):
+        """``dtypes.note_store``, for the modules dtypes.py imports (array_stores.py)."""
+        dtypes.note_store(self, name, inputs, value)
+
     def new_transient(self, prefix):
         self._counter += 1
         c = Container(f"{prefix}{self._counter}", np.dtype(np.float64), (), True)

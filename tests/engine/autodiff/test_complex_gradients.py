@@ -84,12 +84,18 @@ def in_place_loss(z, w):
     return np.sum(np.abs(w) ** 2)
 
 
+@kernel
+def solve_loss(a, y):
+    return np.sum(np.abs(np.linalg.solve(a, y)) ** 2)
+
+
 def test_grad():
     z, w, x = crandom(4), crandom(4), RNG.uniform(0.5, 1.5, 4)
     check_grad(loop_loss, (z, w, x), ("z", "w", "x"))
     check_grad(array_loss, (z, x), ("z", "x"))
     check_grad(matmul_loss, (crandom(3, 3), crandom(3)), ("a", "v"))
     check_grad(in_place_loss, (z, w), ("z", "w"))
+    check_grad(solve_loss, (crandom(3, 3) + 3.0 * np.eye(3), crandom(3)), ("a", "y"))
 
 
 @kernel

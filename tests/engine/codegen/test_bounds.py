@@ -87,3 +87,21 @@ def test_the_quick_sign_query_agrees_with_simplification():
         assert _nonnegative(bound) >= bool(sp.simplify(bound).is_nonnegative), bound
     assert _nonnegative(sp.Max(n, 3) - 3) and not _nonnegative(sp.Min(n, 4) - 5)
     assert _nonnegative(n - sp.Min(3, n)) and not _nonnegative(n - sp.Max(3, n))
+
+
+def guarded_gather(x, idx, y):
+    """NPBench scattering_self_energies: ``E - w`` under its guard, beside an index array."""
+    s = 0.0
+    for e in range(x.shape[0]):
+        for w in range(y.shape[0]):
+            for a in range(idx.shape[0]):
+                if e - w >= 0:
+                    s += x[e - w, idx[a]] * y[w]
+    return s
+
+
+def test_a_guarded_index_beside_an_index_array_is_checked_under_its_guard():
+    x, idx, y = np.arange(12.0).reshape(4, 3), np.array([2, 0, 1]), np.linspace(1.0, 2.0, 3)
+    assert kernel(guarded_gather)(x, idx, y) == pytest.approx(guarded_gather(x, idx, y))
+    with pytest.raises(BoundsError, match="idx"):
+        kernel(guarded_gather)(x, np.array([0, 3]), y)

@@ -205,3 +205,20 @@ def test_complex_numbers_as_arguments():
 @kernel
 def scaled_unannotated(z, w, x):
     return z * w + x * w.imag, abs(w)
+
+
+@kernel
+def solved(a, y):
+    return np.linalg.solve(a, y), np.linalg.inv(a) @ y[:, 0]
+
+
+@kernel
+def cholesky_of_complex(a):
+    return np.linalg.cholesky(a)
+
+
+def test_linear_systems():
+    a = crandom(4, 4) + 4.0 * np.eye(4)
+    check(solved, a, crandom(4, 2))
+    with pytest.raises(KernelSyntaxError, match="np.linalg.cholesky of complex matrices"):
+        cholesky_of_complex(a)
