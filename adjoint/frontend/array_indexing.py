@@ -93,7 +93,7 @@ def _grid(b, node, sparse):
     def element(k, i):
         value = axes[k][1](i)
         return fp.as_float64(value, evaluate=False) if is_float and value.is_integer else value
-    dtype = FLOAT64 if is_float else None
+    dtype = FLOAT64 if is_float else INT64      # a temporary holding it indexes (x[I])
     if not isinstance(key, ast.Tuple):
         return ArrayExpr(shape, lambda q: element(0, q[0]), dtype=dtype)
     if sparse:
@@ -123,7 +123,7 @@ def _indices(b, node, args):
                                 "np.ogrid")
     shape = tuple(_shape(b, _required(b, node, args, "dimensions")))
     grid = ArrayExpr((sp.Integer(len(shape)),) + shape,
-                     lambda q: _pick(q[0], list(q[1:])))
+                     lambda q: _pick(q[0], list(q[1:])), dtype=INT64)
     return _converted(grid, _dtype_arg(b, args))
 
 

@@ -103,7 +103,8 @@ def remap(expr, shape, old_index, keep_view=True):
     view = None
     if keep_view and expr.view is not None:
         view = View(expr.view.container, expr.view.element(old_index(AXES[:len(shape)])))
-    return ArrayExpr(tuple(shape), lambda q: expr.at(old_index(q)), expr.boolean, view)
+    return ArrayExpr(tuple(shape), lambda q: expr.at(old_index(q)), expr.boolean, view,
+                     dtype=expr.dtype)      # a part of an int64 grid is int64
 
 
 def without_view(expr):

@@ -82,7 +82,7 @@ def bad_attribute(A: float64[N], T: int) -> float:
 
 def bad_string(A: float64[N], T: int) -> float:
     for i in range(N):
-        label = "velocity"  # ERR
+        label = "velocity" * T  # ERR
         A[i] = 2.0 * A[i]
     return np.sum(A * A)
 

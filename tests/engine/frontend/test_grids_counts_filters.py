@@ -6,6 +6,9 @@ convolve (every boundary mode), and integer arrays computed inside an index (``x
 Every kernel here is written for these tests. Forward results against the kernel run as
 Python (``py_func``), gradients and tangents against central differences of it.
 """
+import shutil
+import subprocess
+
 import numpy as np
 import pytest
 import scipy.ndimage as ndi
@@ -13,7 +16,7 @@ from scipy.ndimage import convolve1d
 
 from adjoint import KernelSyntaxError, kernel
 from adjoint.options import options
-from kernel_testing import copy_args, rng_for
+from kernel_testing import arg_names, copy_args, rng_for
 from test_numpy_calls import check_forward, check_gradient_and_tangent
 
 
@@ -145,3 +148,24 @@ def test_unsupported_forms_name_the_line(func, message):
     with pytest.raises(KernelSyntaxError, match=message) as info:
         kernel(func)(*copy_args(args))
     assert f":{func.__code__.co_firstlineno + 1}:" in str(info.value)
+
+
+@pytest.mark.skipif(shutil.which(options.nvcc) is None, reason="no nvcc here")
+def test_cuda_modules_compile_with_nvcc(tmp_path):
+    """The forward, reverse and tangent CUDA modules of these kernels compile for sm_90
+    (host code unoptimised; the kernels of test_scientific_styles compiled too when this
+    was written, left out for time)."""
+    from test_cuda import cuda_source, lowered, preamble
+    parts = []
+    for name, (k, make) in zip(IDS, CASES):
+        args = make(rng_for(name))
+        wrt = [n for n, a in zip(arg_names(k), args) if isinstance(a, (float, np.ndarray))
+               and np.asarray(a).dtype.kind == "f"]
+        for kind, layout, entries, checks, counted in lowered(k, args, wrt):
+            parts.append(cuda_source(layout, entries, checks, counted,
+                                     prefix=f"{name}_{kind}_"))
+    path = tmp_path / "grids.cu"
+    path.write_text(preamble(False) + "\n".join(parts))
+    proc = subprocess.run([options.nvcc, "-O0", "-arch=sm_90", "-w", "-c", str(path), "-o",
+                           str(path.with_suffix(".o"))], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-4000:]
