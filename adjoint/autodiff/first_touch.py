@@ -55,8 +55,8 @@ class _Top(Transformer):
 
     def _library(self, node):
         """A library node summing into an adjoint nothing has touched, whole, assigns it
-        where its kind can (``LibraryNode.assigning``: an outer product's adjoint as
-        dgemm with beta 0, not zeros and dger's read and write of every element)."""
+        where its kind can (``LibraryNode.assigning``: an outer product's adjoint in
+        one pass writing it, not zeros and dger's read and write of every element)."""
         adjoints, sizes = self.names
         accesses = node.accesses()
         for name, kind in accesses:

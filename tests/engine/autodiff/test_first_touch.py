@@ -124,7 +124,7 @@ def two_products(A: float64[N, N], x: float64[N], w: float64[N]) -> float:
 @pytest.mark.parametrize("blas", [True, False], ids=["blas", "loops"])
 def test_an_outer_products_adjoint_is_assigned_then_added(blas, monkeypatch):
     """The reverse of ``z = A @ w`` runs first and is the first to touch A's adjoint: its
-    outer product assigns all of it (no zeros, dgemm with beta 0 instead of dger's read
+    outer product assigns all of it (no zeros, one pass writing it instead of dger's read
     and write); the one of ``y = A @ x`` then adds to it. Pooled buffers come back dirty
     (N = 200: pooled, not framed)."""
     monkeypatch.setattr(options, "blas", blas)
