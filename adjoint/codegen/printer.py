@@ -46,6 +46,8 @@ def _may_be_integer(expr):
     compare a connector in integer arithmetic or divide as C divides integers."""
     if isinstance(expr, sp.Symbol):
         return bool(expr.is_integer)
+    if isinstance(expr, sp.Float):  # a float operand (linspace's 1.0 - 1*0.0, unevaluated,
+        return False                # on which sympy's facts can even contradict themselves)
     if isinstance(expr, sp.Pow) and not (expr.exp.is_Integer and expr.exp >= 0):
         return False                # 1/n: Python's true division, never C's integer one
     if isinstance(expr, (sp.Add, sp.Mul, sp.Pow, sp.Piecewise, sp.core.relational.Relational,

@@ -277,8 +277,13 @@ def note_store(kernel, name, inputs, expr):
     """Remember that a temporary whose dtype is decided later holds complex values, for
     the choices made while building (``value_dtype``: a product of complex operands is
     no BLAS call). The builder's ``note_store`` (array_stores.py calls it)."""
-    if name in _inferred(kernel) and name not in kernel.complex_stored and \
-            is_complex(_stored_dtype(kernel, inputs, expr)):
+    if name not in _inferred(kernel) or name in kernel.complex_stored:
+        return
+    try:
+        stored = _stored_dtype(kernel, inputs, expr)
+    except DtypeError:          # reported with its line by the dtype pass after lowering
+        return
+    if is_complex(stored):
         kernel.complex_stored.add(name)
 
 
