@@ -130,14 +130,8 @@ def _scalar_work(element):
 def _meet(body, tasklets):
     """Whether running ``tasklets`` before a map's ``body`` could change either's
     result: one writes a container the other accesses."""
-    def touched(nodes):
-        reads, writes = set(), set()
-        for t in nodes:
-            reads |= {m.data for _, m in t.inputs}
-            writes |= {m.data for m, _ in t.outputs}
-        return reads, writes
-    (r1, w1), (r2, w2) = touched(body), touched(tasklets)
-    return bool(w1 & (r2 | w2) or w2 & r1)
+    (r1, w1), (r2, w2) = _accesses(body), _accesses(tasklets)
+    return bool(w1.keys() & (r2.keys() | w2.keys()) or w2.keys() & r1.keys())
 
 
 def _fused(first, second, equal):
@@ -170,18 +164,21 @@ def _renamed(t, rename):
 def _pointwise(first, second, params):
     """Whether every container both bodies touch and one writes is accessed at one
     subset, a different element for each point."""
-    def accesses(body):
-        reads, writes = {}, {}
-        for t in body:
-            for _, m in t.inputs:
-                reads.setdefault(m.data, set()).add(m.subset)
-            for m, _ in t.outputs:
-                writes.setdefault(m.data, set()).add(m.subset)
-        return reads, writes
-    (r1, w1), (r2, w2) = accesses(first), accesses(second)
+    (r1, w1), (r2, w2) = _accesses(first), _accesses(second)
     shared = ((w1.keys() | r1.keys()) & w2.keys()) | (w1.keys() & r2.keys())
     for name in shared:
         subsets = set().union(*(d.get(name, set()) for d in (r1, w1, r2, w2)))
         if len(subsets) != 1 or not injective(next(iter(subsets)), params):
             return False
     return True
+
+
+def _accesses(body):
+    """({container: subsets read}, {container: subsets written}) of tasklets."""
+    reads, writes = {}, {}
+    for t in body:
+        for _, m in t.inputs:
+            reads.setdefault(m.data, set()).add(m.subset)
+        for m, _ in t.outputs:
+            writes.setdefault(m.data, set()).add(m.subset)
+    return reads, writes

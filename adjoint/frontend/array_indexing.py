@@ -16,11 +16,11 @@ import itertools
 import numpy as np
 import sympy as sp
 
-from .array_calls import (NUMPY, NUMPY_GRIDS, NUMPY_TUPLES, SCIPY_ARRAYS, _constant_int,
-                          _converted, _flag, _float_constant, _flat, _required, _scalar,
-                          _shape, bind, linspace_values)
+from .array_calls import (NUMPY, NUMPY_GRIDS, NUMPY_TUPLES, SCIPY_ARRAYS, _check_dtype,
+                          _constant_int, _converted, _flag, _float_constant, _flat, _required,
+                          _scalar, _shape, bind, linspace_values)
 from .array_reductions import reduction
-from .array_shapes import ArrayExpr, constant, number
+from .array_shapes import ArrayExpr, constant, number, subscript
 from .array_stores import store, temporary
 from .dtypes import FLOAT64
 from .functions import floordiv, python_mod
@@ -124,12 +124,7 @@ def _indices(b, node, args):
     shape = tuple(_shape(b, _required(b, node, args, "dimensions")))
     grid = ArrayExpr((sp.Integer(len(shape)),) + shape,
                      lambda q: _pick(q[0], list(q[1:])), dtype=INT64)
-    return _converted(grid, _dtype_arg(b, args))
-
-
-def _dtype_arg(b, args):
-    from .array_calls import _check_dtype
-    return _check_dtype(b, args, None)
+    return _converted(grid, _check_dtype(b, args, None))
 
 
 def _meshgrid(b, node, args):
@@ -249,17 +244,12 @@ def _fill_counts(b, node, length, n, value_of, w):
                                 dtype=FLOAT64 if w is not None else INT64))
     (k,) = b.state.fresh("c", 1)
     zero = store(b, out, lambda p, old: sp.Integer(0), line)
-    add = store(b, _at(out, value_of((k,))),
+    add = store(b, subscript(out, [("index", value_of((k,)))]),
                 lambda p, old: fp.add(old(), sp.Integer(1) if w is None else number(w.at((k,)))),
                 line)
     b.ex.prelude += zero + [Sequence((LoopRegion(k, sp.Integer(0), n, sp.Integer(1),
                                                  Sequence(tuple(add)), line),))]
     return out.view.container
-
-
-def _at(out, i):
-    from .array_shapes import subscript
-    return subscript(out, [("index", i)])
 
 
 # ---- filters --------------------------------------------------------------------------------
