@@ -17,8 +17,8 @@ and nothing outside the entry points reads it (``kept``: arguments, returned val
 the adjoints a sweep seeds or returns). Each point then keeps its own copy of the scalar
 (``MapScope.private``, from zero: what the buffer held for an accumulation), and the
 container becomes a scalar. In a gradient module this contracts the adjoints' own
-temporaries and the forward's that no other entry reads; a forward temporary the reverse
-map reads stays whole (it is recorded, not recomputed inside the reverse map: not done).
+temporaries and the forward's that no other entry reads, or that each point of the
+reverse map recomputes (autodiff/remat.py); one the reverse reads back stays whole.
 """
 from dataclasses import replace
 

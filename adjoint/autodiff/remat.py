@@ -24,14 +24,33 @@ A transient ``T`` is recomputed in loop ``L`` when, in ``L``'s body,
 
 The writers re-run, in program order, just before the reverse of the node holding the
 last reader; nothing in the reverse needs ``T``'s older values after that.
+
+The same holds point by point in a map. Vectorised code names its intermediate results
+(``t1 = v45 * ct; t2 = 2 * t1; ...``); fused into one map, each is a scalar of a point
+(analysis/contraction.py), but a value the reverse partials read stayed a whole array,
+written by the forward and read back by the reverse map: Veros' equation of state wrote
+and read about 80 of them, ten times the forward's time. A temporary ``T`` is recomputed
+at each point of its map ``M`` when
+
+- every access to ``T`` in the kernel is in ``M``'s tasklets at one subset naming a
+  different element for each point, and one tasklet writes it (a plain write, before any
+  read);
+- that tasklet reads only recomputed temporaries written before it and values ``M``
+  does not write that are recorded anyway, never written (as above), or, for a map in
+  no loop, written only before it in its region and touched by no other region.
+
+Each point of ``M``'s reverse then re-runs those tasklets first (transcendental ones
+included: at most the map's forward once more, against two memory round trips per
+value), and contraction makes ``T`` a scalar of the point in both sweeps.
 """
 from dataclasses import dataclass, field
 
 import sympy as sp
 
-from ..analysis.dependence import READ, accesses
+from ..analysis.dependence import READ, accesses, injective, node_accesses
 from ..sdfg.arithmetic import np_maximum, np_minimum
-from ..sdfg.nodes import MapScope, State, Tasklet, index_loads, library_nodes, loops, tasklets
+from ..sdfg.nodes import (LoopRegion, MapScope, State, Tasklet, index_loads, library_nodes, loops,
+                          tasklets, walk)
 from ..sdfg.visit import flattened
 
 CHEAP = (np_maximum, np_minimum, sp.Max, sp.Min, sp.Abs, sp.sign, sp.Piecewise)
@@ -42,6 +61,7 @@ class Rematerialised:
     names: frozenset = frozenset()          # containers recomputed, never recorded
     before: dict = field(default_factory=dict)   # a node -> nodes re-run before its reverse
     reads: dict = field(default_factory=dict)    # a re-run tasklet -> what else it reads
+    points: dict = field(default_factory=dict)   # a map -> tasklets each point re-runs first
 
 
 @dataclass(frozen=True)
@@ -53,11 +73,12 @@ class _Step:
     writes: frozenset
 
 
-def rematerialise(body, readers, earlier, containers, kept):
-    """What to recompute in the loops of one region (``readers``: see reverse._readers;
-    ``earlier``: containers earlier regions' reverse sweeps read; ``kept``: containers
-    recorded anyway or never written: a re-run reading anything else would add a record
-    as large as the one it saves, and cost the re-run on top)."""
+def rematerialise(body, readers, earlier, elsewhere, containers, kept):
+    """What to recompute in the loops and maps of one region (``readers``: see
+    reverse._readers; ``earlier``: containers earlier regions' reverse sweeps read;
+    ``elsewhere``: containers other regions access; ``kept``: containers recorded anyway
+    or never written: a re-run reading anything else would add a record as large as the
+    one it saves, and cost the re-run on top)."""
     writers = {}
     for t, _, _ in tasklets(body):
         for m, _ in t.outputs:
@@ -85,7 +106,69 @@ def rematerialise(body, readers, earlier, containers, kept):
         before[steps[point].node] = _rerun_nodes(rerun)
         for s in rerun:
             reads[s.tasklet] = frozenset(m.data for _, m in s.tasklet.inputs) - chain
-    return Rematerialised(frozenset(names), before, reads)
+    points, last_write = {}, {}
+    for k, (node, context) in enumerate(walk(body)):
+        if isinstance(node, MapScope):
+            # outside loops, what only earlier nodes write holds its values until here
+            settled = set() if any(isinstance(c, LoopRegion) for c in context) else \
+                {n for n, j in last_write.items() if j < k} - set(elsewhere)
+            chain = _point_chain(node, body, readers, set(earlier) | set(elsewhere) | names,
+                                 containers, set(kept) | settled)
+            if chain:
+                rerun = tuple(t for t in node.body if _outputs(t) & chain)
+                points[node] = rerun
+                names |= chain
+                for t in rerun:
+                    reads[t] = frozenset(m.data for _, m in t.inputs) - chain
+        last_write.update((a.data, k) for a in node_accesses(node) if a.kind != READ)
+    return Rematerialised(frozenset(names), before, reads, points)
+
+
+def _point_chain(scope, body, readers, excluded, containers, kept):
+    """The temporaries of map ``scope`` that each point of its reverse recomputes (see the
+    module docstring): of the largest set closed under "its writer reads only members,
+    values kept, or nothing the map writes", those the reverse partials read and what
+    their writers read."""
+    if not all(isinstance(t, Tasklet) for t in scope.body):
+        return set()
+    order = {t: k for k, t in enumerate(scope.body)}
+    writer, subset, first = {}, {}, {}
+    for t in scope.body:
+        for a in node_accesses(t):
+            if a.data in excluded or not containers[a.data].transient or containers[a.data].dtype.kind != "f":
+                continue
+            subset.setdefault(a.data, set()).add(a.subset)
+            first.setdefault(a.data, a.kind)
+            if a.kind != READ:
+                writer.setdefault(a.data, []).append(t)
+    outside = _accessed_outside(body, scope, containers)
+    chain = {n for n, ts in writer.items()
+             if len(ts) == 1 and first[n] != READ and n not in outside
+             and len(subset[n]) == 1 and None not in subset[n]
+             and injective(next(iter(subset[n])), scope.params)
+             and not any(m.wcr or index_loads(i) for m, _ in ts[0].outputs for i in m.subset)
+             and not any(index_loads(i) for _, m in ts[0].inputs for i in m.subset)}
+    written = set().union(*(_outputs(t) for t in scope.body))
+    while True:
+        keep = {n for n in chain if all(
+            m.data in chain and order[writer[m.data][0]] < order[writer[n][0]]
+            or m.data not in chain and m.data not in written and m.data in kept
+            for _, m in writer[n][0].inputs) and _outputs(writer[n][0]) <= chain}
+        if keep == chain:
+            break
+        chain = keep
+    needed = {n for n in chain if n in readers}        # and what their writers read
+    for t in reversed(scope.body):
+        if _outputs(t) & needed:
+            needed |= {m.data for _, m in t.inputs} & chain
+    return needed
+
+
+def _accessed_outside(body, scope, containers):
+    """Containers ``body`` accesses anywhere but in the tasklets of map ``scope`` (loop
+    bounds and branch conditions included)."""
+    own = {id(t) for t in scope.body}
+    return {a.data for a in accesses(body, containers) if id(a.node) not in own}
 
 
 def _steps(body):

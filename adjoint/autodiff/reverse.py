@@ -89,11 +89,12 @@ def differentiate(sdfg, wrt, outputs, device) -> Adjoint:
         mk = lambda b: sdfg.replace(body=b, containers=containers)   # noqa: E731
         reads, writes = accesses[k]
         read_elsewhere = set().union(*(r for j, (r, _) in enumerate(accesses) if j != k))
+        elsewhere = read_elsewhere.union(*(w for j, (_, w) in enumerate(accesses) if j != k))
         earlier = set(readers)
         _add_readers(readers, readers_by[k])
         claims = _claims(body, active, readers_by[k], earlier, sdfg.containers)
         pushed = _pushed(body, readers_by[k], readers, earlier, writes, claims)
-        remat = rematerialise(body, readers_by[k], earlier, sdfg.containers,
+        remat = rematerialise(body, readers_by[k], earlier, elsewhere, sdfg.containers,
                               set(pushed) | (set(sdfg.containers) - written))
         if remat.names:         # the re-runs read more: record what they need
             readers_by[k] = _readers(body, sdfg.containers, active, remat.reads)
@@ -632,6 +633,7 @@ class _Reverser:
             elif isinstance(node, MapScope):        # each point's tasklets backwards
                 body = tuple(n for t in reversed(node.body) for n in self.tasklet(t))
                 if body:
+                    body = self.recorded.recompute.points.get(node, ()) + body
                     pending.append(MapScope(node.params, node.ranges, body, node.line))
             elif isinstance(node, LibraryNode):
                 restores = [self.restore(self.containers[n], node.line)      # pops backwards
@@ -679,7 +681,8 @@ class _Reverser:
         if not all(isinstance(t, Tasklet) for t in node.body):      # pops of a product
             nodes = tuple(reversed(node.body))
         else:
-            nodes = tuple(n for t in reversed(node.body) for n in self.tasklet(t))
+            nodes = self.recorded.recompute.points.get(node, ()) + \
+                tuple(n for t in reversed(node.body) for n in self.tasklet(t))
         return as_loops(node.params, node.ranges, nodes, node.line, reverse=True)
 
     def tasklet(self, t):
