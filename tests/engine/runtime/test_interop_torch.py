@@ -114,3 +114,19 @@ def test_the_kernel_runs_once_forward_and_backward(monkeypatch):
         xt.add_(1.0)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         loss.backward()
+
+
+def test_a_call_at_other_shapes_is_its_own():
+    """What the wrapper decides once per call (its Call: argument converters, dtypes, the
+    backward) is per shapes and statics: calls at one shape, another and the first
+    again are right each time, forward and both modes."""
+    f = to_torch(jacobi1d)
+    for n, T in ((16, 3), (9, 3), (16, 2), (16, 3)):
+        A, B, _ = make_jacobi1d(rng_for(f"torch-shapes-{n}"), n)
+        loss, A1, B1 = f(torch.tensor(A), torch.tensor(B), T)
+        want_loss, (want_A, want_B, _) = run_reference(jacobi1d, (A, B, T))
+        np.testing.assert_array_equal(A1.numpy(), want_A)
+        np.testing.assert_array_equal(B1.numpy(), want_B)
+        np.testing.assert_allclose(float(loss), want_loss, rtol=1e-14)    # a sum's rounding
+        args = tensors((A, B), requires_grad=True)
+        assert torch.autograd.gradcheck(lambda A, B: f(A, B, T), args, check_forward_ad=True)
