@@ -130,3 +130,26 @@ def test_a_call_at_other_shapes_is_its_own():
         np.testing.assert_allclose(float(loss), want_loss, rtol=1e-14)    # a sum's rounding
         args = tensors((A, B), requires_grad=True)
         assert torch.autograd.gradcheck(lambda A, B: f(A, B, T), args, check_forward_ad=True)
+
+
+@pytest.mark.parametrize("n", [10, 40000])          # one frame of buffers; pooled buffers
+def test_an_output_no_gradient_reaches_adds_nothing(n):
+    """An output whose gradient PyTorch leaves undefined is given no cotangent (none made
+    as zeros): its adjoint starts at zero, also in a call after one that seeded it."""
+    f = to_torch(step_and_energy)
+    u = torch.tensor(np.sin(np.linspace(0.0, 3.0, n)), requires_grad=True)
+    c = torch.tensor(0.2, dtype=torch.float64, requires_grad=True)
+    v, energy = f(u, c)
+    (v.sum() + energy).backward()                   # seeds v's adjoint
+    u.grad = c.grad = None
+    v, energy = f(u, c)
+    energy.backward()                               # v's gradient: undefined
+    un, vn, cn = u.detach().numpy(), v.detach().numpy(), float(c)
+    lap = un[2:] - 2.0 * un[1:-1] + un[:-2]         # energy = |v|^2 / 2, v = u + c lap(u)
+    want_u = vn.copy()
+    want_u[2:] += cn * vn[1:-1]
+    want_u[1:-1] -= 2.0 * cn * vn[1:-1]
+    want_u[:-2] += cn * vn[1:-1]
+    np.testing.assert_allclose(u.grad.numpy(), want_u, rtol=1e-12, atol=1e-14)
+    terms = vn[1:-1] * lap                          # a sum that cancels: scaled tolerance
+    np.testing.assert_allclose(float(c.grad), np.sum(terms), atol=1e-12 * np.abs(terms).sum())
