@@ -19,7 +19,7 @@ first element when it returns nothing.
 Tensors are operands (differentiated where they require grad; a 0-d tensor for an
 ``int`` parameter is read as an int); Python ints and floats are passed as they are, not
 differentiated. CPU tensors reach the engine without copies (``tensor.numpy()`` views of
-contiguous tensors; a non-contiguous one is made contiguous first; ``item()`` for a 0-d
+contiguous tensors; a non-contiguous one is copied contiguous; ``item()`` for a 0-d
 tensor of a number parameter), and results come back as tensors over the engine's arrays
 (``torch.from_numpy``). What the tensors' shapes, dtypes and devices and the numbers'
 values decide (a ``TorchCall``) is made once per those and reused. An output that no
@@ -145,11 +145,10 @@ class _KernelFunction(torch.autograd.Function):
 
 
 def _host(t):
-    """A CPU tensor's NumPy view (a copy for one on a GPU, or not contiguous)."""
-    t = t.detach()
-    if t.device.type != "cpu" or not t.is_contiguous():
-        t = t.cpu().contiguous()
-    return t.numpy()
+    """A tensor's NumPy array: a view of a CPU tensor's memory (PyTorch's ``detach()``,
+    without a Python call for it), a copy of a GPU tensor's; the engine's calls make a
+    strided one contiguous."""
+    return t.numpy(force=True)
 
 
 @functools.lru_cache(maxsize=None)

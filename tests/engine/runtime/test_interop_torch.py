@@ -153,3 +153,24 @@ def test_an_output_no_gradient_reaches_adds_nothing(n):
     np.testing.assert_allclose(u.grad.numpy(), want_u, rtol=1e-12, atol=1e-14)
     terms = vn[1:-1] * lap                          # a sum that cancels: scaled tolerance
     np.testing.assert_allclose(float(c.grad), np.sum(terms), atol=1e-12 * np.abs(terms).sum())
+
+
+def test_strided_tensors():
+    """A non-contiguous tensor (a slice with a step; autograd's expanded cotangent of a
+    sum) reaches the kernel as its values."""
+    x, w, lam = make_roughness(rng_for("torch-strided"))
+    wide = torch.tensor(np.repeat(x, 2), requires_grad=True)
+    loss = to_torch(roughness)(wide[::2], torch.tensor(w), lam)
+    assert float(loss) == roughness(x, w, lam)
+    loss.backward()
+    want = np.zeros(2 * len(x))
+    want[::2] = grad(roughness, wrt="x")(x, w, lam)
+    np.testing.assert_allclose(wide.grad.numpy(), want, rtol=1e-14)
+    u = torch.tensor(np.sin(np.linspace(0.0, 2.0, 10)), requires_grad=True)
+    v, _ = to_torch(step_and_energy)(u, 0.2)
+    v.sum().backward()                                  # v's cotangent: ones, stride 0
+    want = np.ones(10)                                  # (I + c L)^T ones, L the stencil
+    want[2:] += 0.2
+    want[1:-1] -= 0.4
+    want[:-2] += 0.2
+    np.testing.assert_allclose(u.grad.numpy(), want, rtol=1e-14)
