@@ -87,7 +87,9 @@ class TorchCall(Call):
         self.device, self.cpu = device, device.type == "cpu"
         self.hosts = [torch.Tensor.item if self.kinds[p] in ("int", "float") else _host
                       for p in positions]
-        self.tensor_dtypes = [_numpy_dtype(args[p].dtype) for p in positions]
+        # per operand: where ``adjoint`` gives its gradient (None: not floating), its dtype
+        at = {p: j for j, p in enumerate(self.floating)}
+        self.gradients = [(at.get(p), _numpy_dtype(args[p].dtype)) for p in positions]
         # a returned number's cotangent as a number, the others' as arrays
         self.cotangent_hosts = [torch.Tensor.item if shape == () else _host
                                 for shape, _ in self.results]
@@ -129,10 +131,9 @@ class _KernelFunction(torch.autograd.Function):
         operands = None if sweep else call.host(tensors)
         cotangents = [None if c is None else host(c)         # None: no gradient reached it
                       for host, c in zip(call.cotangent_hosts, cotangents)]
-        at = dict(zip(call.floating, call.adjoint(operands, cotangents, sweep)))
-        return (None,) + tuple([call.tensor(at[p], dtype) if p in at and need else None
-                                for p, dtype, need in zip(call.operands, call.tensor_dtypes,
-                                                          needs)])
+        back = call.adjoint(operands, cotangents, sweep)
+        return (None,) + tuple([None if j is None or not need else call.tensor(back[j], dtype)
+                                for (j, dtype), need in zip(call.gradients, needs)])
 
     @staticmethod
     def jvp(ctx, _call, *tangents):
