@@ -132,9 +132,10 @@ class Call:
         once (as ``value_and_grad`` runs it), so nothing is copied for a second pullback
         (``vjp`` copies its outputs, the arguments its pullback reads and, per pullback,
         the written state). ``sweep``: the one :meth:`recorded` returned (its reverse runs
-        once), else a new one at ``operands``."""
+        once), else a new one at ``operands``. A cotangent None is zero (PyTorch's for an
+        output no gradient reaches): nothing is seeded, the adjoint starts at zero."""
         sweep = sweep or self._sweep(operands)
-        seeds = {n: c for n, c in zip(self.outputs, cotangents) if c is not None}   # None: 0
+        seeds = {n: c for n, c in zip(self.outputs, cotangents) if c is not None}
         back = sweep.reverse(seeds, wanted=self.floating_names)
         return [back[n] for n in self.floating_names]
 
