@@ -18,8 +18,8 @@ first element when it returns nothing.
 
 Tensors are operands (differentiated where they require grad; a 0-d tensor for an
 ``int`` parameter is read as an int); Python ints and floats are passed as they are, not
-differentiated. CPU tensors reach the engine without copies (``tensor.numpy()`` views of
-contiguous tensors; a non-contiguous one is copied contiguous; ``item()`` for a 0-d
+differentiated. CPU tensors reach the engine without copies (``tensor.numpy(force=True)``
+views of contiguous tensors; a non-contiguous one is copied contiguous; ``item()`` for a 0-d
 tensor of a number parameter), and results come back as tensors over the engine's arrays
 (``torch.from_numpy``). What the tensors' shapes, dtypes and devices and the numbers'
 values decide (a ``TorchCall``) is made once per those and reused. An output that no
@@ -28,7 +28,7 @@ none read: its adjoint starts at zero).
 
 ``device="cuda"``: the tensors live on a GPU. The engine takes host arrays on every target
 (on ``adjoint.configure(device="cuda")`` its runtime copies them to the GPU and back per
-call), so CUDA tensors go to the host (``tensor.cpu()``) and the results back
+call), so CUDA tensors go to the host (``numpy(force=True)`` copies) and the results back
 (``.to("cuda")``): two copies per call, not the zero-copy exchange DLPack would allow,
 which would need the engine's CUDA runtime to take device pointers. Written, not tested
 (no GPU where this was written).
