@@ -8,13 +8,15 @@ For each kernel: the engine's own calls (forward ``k(x, a)``; ``value_and_grad``
 differentiated call a framework's gradient runs), then the same through ``to_jax``
 (eager and ``jax.jit``-ed) and ``to_torch`` (where PyTorch is installed). A framework's
 gradient runs the forward and then that call, so its overhead is measured against the
-sum of the two. Times are the best over ``--rounds`` rounds of the mean over ``--calls``
-calls, the variants taking turns within each round (so the machine's other
-load hits all of them); "over the engine's calls" subtracts the engine calls a variant
-makes (a jit-ed ``grad`` only the differentiated call: XLA drops the forward whose outputs
-it does not use). A pure-JAX version of each kernel is timed for scale, and the floors:
-the frameworks' own mechanisms around callbacks that do nothing. Results:
-experiments/results/interop.{json,md}.
+sum of the two; PyTorch's forward+backward runs the differentiated call alone (its
+forward is that call's forward sweep, its backward the reverse). Times are the best over
+``--rounds`` rounds of the mean over ``--calls`` calls, the variants taking turns within
+each round (so the machine's other load hits all of them); "over the engine's calls"
+subtracts the engine calls a variant makes (a jit-ed ``grad`` and PyTorch's
+forward+backward only the differentiated call: XLA drops the forward whose outputs it does
+not use, PyTorch records in the forward). A pure-JAX version of each kernel is timed for
+scale, and the floors: the frameworks' own mechanisms around callbacks that do nothing.
+Results: experiments/results/interop.{json,md}.
 """
 import argparse
 import json
@@ -204,7 +206,9 @@ def measure(fns, rounds, calls):
 def overheads(t):
     """Wrapper time minus what it runs in the engine, per wrapper variant. A jit-ed
     ``grad`` runs only the differentiated call: XLA drops the forward, whose outputs it
-    does not use; ``value_and_grad``, and ``grad`` outside ``jit``, run both."""
+    does not use; ``value_and_grad``, and ``grad`` outside ``jit``, run both. PyTorch's
+    forward+backward runs only the differentiated call (the forward sweep in ``forward``,
+    the reverse in ``backward``)."""
     fwd, back = t["engine forward"], t["engine value_and_grad"]
     raw = "jax jit, callback calling the kernel"
     out = {raw: t[raw] - fwd,
@@ -215,7 +219,7 @@ def overheads(t):
            "jax jit value_and_grad": t["jax jit value_and_grad"] - fwd - back}
     if "torch forward" in t:
         out["torch forward"] = t["torch forward"] - fwd
-        out["torch forward+backward"] = t["torch forward+backward"] - fwd - back
+        out["torch forward+backward"] = t["torch forward+backward"] - back
     return out
 
 
@@ -226,7 +230,9 @@ def report(rows, info, args):
              "over the calls, every variant taking turns in each round; wall time and the "
              "process's CPU time (all threads). \"Over the engine\" subtracts the engine "
              "calls the variant makes (forward; value_and_grad's differentiated call; a "
-             "jit-ed grad only the latter, XLA dropping the unused forward).", "", "## Machine", ""]
+             "jit-ed grad and torch's forward+backward only the latter: XLA drops the unused "
+             "forward, torch's forward is the differentiated call's forward sweep).", "",
+             "## Machine", ""]
     lines += [f"- {k}: {v}" for k, v in info.items()]
     for name, row in rows.items():
         title = "what the frameworks' own mechanisms cost (empty callbacks)" \

@@ -51,6 +51,15 @@ class Call:
         self.results = [self._returned(n, syms, traced) for n in self.returns]
         self.results += [(np.shape(examples[p]), np.dtype(examples[p].dtype))
                          for p in self.written]
+        # what every call repeats, decided once: the argument list's statics, how each
+        # operand reaches the kernel, the outputs' names and
+        # the floating operands' (whose cotangents ``adjoint`` gives)
+        self._template = [self.statics.get(p) for p in range(len(self.names))]
+        self._reading = [(p, _CONVERT.get(self.kinds[p], _array)) for p in self.operands]
+        self._copying = [(p, _copy if p in self.written else convert)
+                         for p, convert in self._reading]
+        self.outputs = self.returns + [self.names[p] for p in self.written]
+        self.floating_names = [self.names[p] for p in self.floating]
 
     def _returned(self, name, syms, traced):
         """(shape, dtype) of a returned container at the sizes ``syms``."""
@@ -69,18 +78,10 @@ class Call:
     def arguments(self, operands, copy_written=False):
         """The kernel's positional arguments: statics, and the operands as the kernel takes
         them (ints and floats as numbers, arrays contiguous; copies of the written ones)."""
-        args = dict(self.statics)
-        for p, v in zip(self.operands, operands):
-            kind = self.kinds[p]
-            if kind == "int":
-                args[p] = int(v)
-            elif kind == "float":
-                args[p] = float(v)
-            elif copy_written and p in self.written:
-                args[p] = np.array(v, order="C")
-            else:
-                args[p] = np.asarray(v, order="C")
-        return tuple(args[p] for p in range(len(self.names)))
+        args = self._template.copy()
+        for (p, convert), v in zip(self._copying if copy_written else self._reading, operands):
+            args[p] = convert(v)
+        return tuple(args)
 
     def returned(self, flat):
         """The wrapped function's value from the flat outputs: the kernel's return value
@@ -131,12 +132,12 @@ class Call:
         once (as ``value_and_grad`` runs it), so nothing is copied for a second pullback
         (``vjp`` copies its outputs, the arguments its pullback reads and, per pullback,
         the written state). ``sweep``: the one :meth:`recorded` returned (its reverse runs
-        once), else a new one at ``operands``."""
+        once), else a new one at ``operands``. A cotangent None is zero (PyTorch's for an
+        output no gradient reaches): nothing is seeded, the adjoint starts at zero."""
         sweep = sweep or self._sweep(operands)
-        wanted = [self.names[p] for p in self.floating]
-        seeds = dict(zip(self.returns + [self.names[p] for p in self.written], cotangents))
-        back = sweep.reverse(seeds, wanted=wanted)
-        return [back[n] for n in wanted]
+        seeds = {n: c for n, c in zip(self.outputs, cotangents) if c is not None}
+        back = sweep.reverse(seeds, wanted=self.floating_names)
+        return [back[n] for n in self.floating_names]
 
     def _sweep(self, operands):
         """The differentiated call at ``operands`` after its forward sweep."""
@@ -150,6 +151,17 @@ class Call:
                       snapshots=self.options.get("snapshots"), binding=binding)
         spec.last_sweep = sweep                     # for explain()
         return sweep
+
+
+def _array(value):
+    return np.asarray(value, order="C")
+
+
+def _copy(value):
+    return np.array(value, order="C")
+
+
+_CONVERT = {"int": int, "float": float}
 
 
 def _number_or_array(value, kind):

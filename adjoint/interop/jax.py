@@ -90,7 +90,7 @@ def to_jax(k, memory_budget=None, policy=None, snapshots=None):
 
 class JaxCall(Call):
     """A :class:`Call` as the primitive's parameter: the (shape, dtype) of each mode's
-    results without batch axes (``wanted``) and the callback."""
+    results without batch axes (``wanted``), each mode's step and the callback."""
 
     def __init__(self, k, examples, operands, options):
         super().__init__(k, examples, operands, options)
@@ -98,6 +98,8 @@ class JaxCall(Call):
         at = dict(zip(self.operands, zip(self.shapes, self.dtypes)))
         self.wanted = {"forward": out, "tangent": out,
                        "adjoint": [at[p] for p in self.floating]}
+        self.steps = {"forward": lambda operands, _: self.forward(operands),
+                      "tangent": self.tangent, "adjoint": self.adjoint}
         self.jitted = {}
 
     def __repr__(self):
@@ -112,13 +114,12 @@ class JaxCall(Call):
     def run(self, mode, *arrays):
         """The callback: ``mode`` on NumPy arrays, once per batch element."""
         n = len(self.operands)
-        step = (lambda ops, _: self.forward(ops)) if mode == "forward" else getattr(self, mode)
-        wanted = self.wanted[mode]
+        step, wanted = self.steps[mode], self.wanted[mode]
         batch = self.batch([a.shape for a in arrays[:n]])
         with _ENGINE:
             if not batch:
-                return tuple(np.asarray(r, d) for r, (_, d) in
-                             zip(step(arrays[:n], arrays[n:]), wanted))
+                return tuple([np.asarray(r, d) for r, (_, d) in
+                              zip(step(arrays[:n], arrays[n:]), wanted)])
             outs = [np.empty(batch + s, d) for s, d in wanted]
             for i in np.ndindex(*batch):
                 parts = [a[i] for a in arrays]

@@ -18,13 +18,17 @@ first element when it returns nothing.
 
 Tensors are operands (differentiated where they require grad; a 0-d tensor for an
 ``int`` parameter is read as an int); Python ints and floats are passed as they are, not
-differentiated. CPU tensors reach the engine without copies (``tensor.numpy()`` views of
-contiguous tensors; a non-contiguous one is made contiguous first), and results come
-back as tensors over the engine's arrays (``torch.from_numpy``).
+differentiated. CPU tensors reach the engine without copies (``tensor.numpy(force=True)``
+views of contiguous tensors; a non-contiguous one is copied contiguous; ``item()`` for a 0-d
+tensor of a number parameter), and results come back as tensors over the engine's arrays
+(``torch.from_numpy``). What the tensors' shapes, dtypes and devices and the numbers'
+values decide (a ``TorchCall``) is made once per those and reused. An output that no
+gradient reaches gets no cotangent (``set_materialize_grads(False)``: none made as zeros,
+none read: its adjoint starts at zero).
 
 ``device="cuda"``: the tensors live on a GPU. The engine takes host arrays on every target
 (on ``adjoint.configure(device="cuda")`` its runtime copies them to the GPU and back per
-call), so CUDA tensors go to the host (``tensor.cpu()``) and the results back
+call), so CUDA tensors go to the host (``numpy(force=True)`` copies) and the results back
 (``.to("cuda")``): two copies per call, not the zero-copy exchange DLPack would allow,
 which would need the engine's CUDA runtime to take device pointers. Written, not tested
 (no GPU where this was written).
@@ -50,20 +54,18 @@ def to_torch(k, device="cpu", memory_budget=None, policy=None, snapshots=None):
 
     def wrapped(*args, **kwargs):
         args = k.positional(args, kwargs)
-        positions = tuple(p for p, v in enumerate(args) if isinstance(v, torch.Tensor))
-        key = tuple((p, type(v).__name__, v) if p not in positions else
-                    (v.shape, v.dtype, v.device.type) for p, v in enumerate(args))
+        # a call per tensors' shapes, dtypes and devices and numbers' types and values
+        key = tuple([(v.shape, v.dtype, v.device) if isinstance(v, torch.Tensor) else
+                     (type(v), v) for v in args])
         try:
             call = calls.get(key)
         except TypeError:                       # an unhashable static: not a number
             call = None
         if call is None:
+            positions = tuple(p for p, v in enumerate(args) if isinstance(v, torch.Tensor))
             _check_arguments(k, args, positions, device)
-            examples = list(args)
-            for p in positions:
-                examples[p] = _example(args[p])
-            call = calls[key] = Call(k, examples, positions, options)
-        flat = _KernelFunction.apply(call, device, *(args[p] for p in positions))
+            call = calls[key] = TorchCall(k, args, positions, options, device)
+        flat = _KernelFunction.apply(call, *[args[p] for p in call.operands])
         return call.returned(flat)
 
     wrapped.kernel = k
@@ -72,58 +74,82 @@ def to_torch(k, device="cpu", memory_budget=None, policy=None, snapshots=None):
     return wrapped
 
 
+class TorchCall(Call):
+    """A :class:`Call` with what its tensors need, decided once (the call is per shapes,
+    dtypes and devices): how each operand reaches the engine (``item()`` for an int or
+    float parameter, else a NumPy view), its tensor's dtype (its gradient's), the device."""
+
+    def __init__(self, k, args, positions, options, device):
+        examples = list(args)
+        for p in positions:
+            examples[p] = _example(args[p])
+        super().__init__(k, examples, positions, options)
+        self.device, self.cpu = device, device.type == "cpu"
+        self.hosts = [torch.Tensor.item if self.kinds[p] in ("int", "float") else _host
+                      for p in positions]
+        # per operand: where ``adjoint`` gives its gradient (None: not floating), its dtype
+        at = {p: j for j, p in enumerate(self.floating)}
+        self.gradients = [(at.get(p), _numpy_dtype(args[p].dtype)) for p in positions]
+        # a returned number's cotangent as a number, the others' as arrays
+        self.cotangent_hosts = [torch.Tensor.item if shape == () else _host
+                                for shape, _ in self.results]
+
+    def host(self, tensors):
+        """The operands as the engine takes them."""
+        return [host(t) for host, t in zip(self.hosts, tensors)]
+
+    def tensor(self, value, dtype=None):
+        """A tensor over ``value`` (the engine's own array: no copy on the CPU)."""
+        out = torch.from_numpy(np.asarray(value, dtype, order="C"))
+        return out if self.cpu else out.to(self.device)
+
+
 class _KernelFunction(torch.autograd.Function):
     """forward: the kernel; backward: its adjoint; jvp: its tangent kernel."""
 
     @staticmethod
-    def forward(ctx, call, device, *tensors):
-        ctx.call, ctx.device = call, device
+    def forward(ctx, call, *tensors):
+        ctx.call = call
         ctx.save_for_backward(*tensors)
         ctx.save_for_forward(*tensors)
-        operands = [_host(t) for t in tensors]
-        if any(ctx.needs_input_grad[2:]):       # a backward may follow: its forward sweep
+        ctx.set_materialize_grads(False)        # an output given no gradient: None, not zeros
+        operands = call.host(tensors)
+        if any(ctx.needs_input_grad[1:]):       # a backward may follow: its forward sweep
             flat, ctx.sweep = call.recorded(operands)
         else:
             flat, ctx.sweep = call.forward(operands), None
-        return tuple(_tensor(o, device) for o in flat)
+        return tuple([call.tensor(o) for o in flat])
 
     @staticmethod
     def backward(ctx, *cotangents):
         call, tensors = ctx.call, ctx.saved_tensors     # (refused if changed in place)
-        if not any(ctx.needs_input_grad[2:]):
-            return (None,) * (2 + len(tensors))
+        needs = ctx.needs_input_grad[1:]
+        if not any(needs):
+            return (None,) * (1 + len(tensors))
         # the forward's sweep reverses once; another backward (retain_graph) runs anew
         sweep, ctx.sweep = ctx.sweep, None
-        operands = None if sweep else [_host(t) for t in tensors]
-        back = call.adjoint(operands, [_host(c) for c in cotangents], sweep)
-        at = dict(zip(call.floating, back))
-        return (None, None) + tuple(
-            _tensor(at[p], ctx.device, t.dtype) if p in at and need else None
-            for p, t, need in zip(call.operands, tensors, ctx.needs_input_grad[2:]))
+        operands = None if sweep else call.host(tensors)
+        cotangents = [None if c is None else host(c)         # None: no gradient reached it
+                      for host, c in zip(call.cotangent_hosts, cotangents)]
+        back = call.adjoint(operands, cotangents, sweep)
+        return (None,) + tuple([None if j is None or not need else call.tensor(back[j], dtype)
+                                for (j, dtype), need in zip(call.gradients, needs)])
 
     @staticmethod
-    def jvp(ctx, _call, _device, *tangents):
+    def jvp(ctx, _call, *tangents):
         call, tensors = ctx.call, ctx.saved_tensors
         at = dict(zip(call.operands, zip(tensors, tangents)))
         given = [np.zeros(tuple(at[p][0].shape)) if at[p][1] is None else _host(at[p][1])
                  for p in call.floating]
-        dots = call.tangent([_host(t) for t in tensors], given)
-        return tuple(_tensor(d, ctx.device, dtype) for d, (_, dtype) in zip(dots, call.results))
+        dots = call.tangent(call.host(tensors), given)
+        return tuple([call.tensor(d, dtype) for d, (_, dtype) in zip(dots, call.results)])
 
 
 def _host(t):
-    """A CPU tensor's NumPy view (a copy for one on a GPU, or not contiguous)."""
-    t = t.detach()
-    if t.device.type != "cpu" or not t.is_contiguous():
-        t = t.cpu().contiguous()
-    return t.numpy()
-
-
-def _tensor(value, device, dtype=None):
-    """A tensor over ``value`` (the engine's own array: no copy on the CPU)."""
-    array = np.asarray(value, dtype=None if dtype is None else _numpy_dtype(dtype), order="C")
-    out = torch.from_numpy(array)
-    return out if device.type == "cpu" else out.to(device)
+    """A tensor's NumPy array: a view of a CPU tensor's memory (PyTorch's ``detach()``,
+    without a Python call for it), a copy of a GPU tensor's; the engine's calls make a
+    strided one contiguous."""
+    return t.numpy(force=True)
 
 
 @functools.lru_cache(maxsize=None)

@@ -224,3 +224,20 @@ def phase(z, x):
 def test_complex_arrays_are_refused():
     with pytest.raises(ArgumentError, match="complex values are not passed"):
         to_jax(phase)(jnp.ones(3, jnp.complex128), jnp.ones(3))
+
+
+def test_a_call_at_other_shapes_is_its_own():
+    """What the wrapper decides once per call (its JaxCall: argument converters, result
+    shapes, each mode's step) is per shapes and statics: calls at one shape, another and
+    the first again, eager and jit-ed, are right each time in both modes."""
+    f = to_jax(jacobi1d)
+    for n, T in ((16, 3), (9, 3), (16, 2), (16, 3)):
+        A, B, _ = make_jacobi1d(rng_for(f"jax-shapes-{n}"), n)
+        want_loss, (want_A, want_B, _) = run_reference(jacobi1d, (A, B, T))
+        for g in (f, jax.jit(f, static_argnums=2)):
+            loss, A1, B1 = g(jnp.asarray(A), jnp.asarray(B), T)
+            np.testing.assert_array_equal(np.asarray(A1), want_A)
+            np.testing.assert_array_equal(np.asarray(B1), want_B)
+            np.testing.assert_allclose(float(loss), want_loss, rtol=1e-14)   # a sum's rounding
+        check_grads(lambda A, B: f(A, B, T), (jnp.asarray(A), jnp.asarray(B)), order=1,
+                    modes=("fwd", "rev"))

@@ -114,3 +114,63 @@ def test_the_kernel_runs_once_forward_and_backward(monkeypatch):
         xt.add_(1.0)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         loss.backward()
+
+
+def test_a_call_at_other_shapes_is_its_own():
+    """What the wrapper decides once per call (its Call: argument converters, dtypes, the
+    backward) is per shapes and statics: calls at one shape, another and the first
+    again are right each time, forward and both modes."""
+    f = to_torch(jacobi1d)
+    for n, T in ((16, 3), (9, 3), (16, 2), (16, 3)):
+        A, B, _ = make_jacobi1d(rng_for(f"torch-shapes-{n}"), n)
+        loss, A1, B1 = f(torch.tensor(A), torch.tensor(B), T)
+        want_loss, (want_A, want_B, _) = run_reference(jacobi1d, (A, B, T))
+        np.testing.assert_array_equal(A1.numpy(), want_A)
+        np.testing.assert_array_equal(B1.numpy(), want_B)
+        np.testing.assert_allclose(float(loss), want_loss, rtol=1e-14)    # a sum's rounding
+        args = tensors((A, B), requires_grad=True)
+        assert torch.autograd.gradcheck(lambda A, B: f(A, B, T), args, check_forward_ad=True)
+
+
+@pytest.mark.parametrize("n", [10, 40000])          # one frame of buffers; pooled buffers
+def test_an_output_no_gradient_reaches_adds_nothing(n):
+    """An output whose gradient PyTorch leaves undefined is given no cotangent (none made
+    as zeros): its adjoint starts at zero, also in a call after one that seeded it."""
+    f = to_torch(step_and_energy)
+    u = torch.tensor(np.sin(np.linspace(0.0, 3.0, n)), requires_grad=True)
+    c = torch.tensor(0.2, dtype=torch.float64, requires_grad=True)
+    v, energy = f(u, c)
+    (v.sum() + energy).backward()                   # seeds v's adjoint
+    u.grad = c.grad = None
+    v, energy = f(u, c)
+    energy.backward()                               # v's gradient: undefined
+    un, vn, cn = u.detach().numpy(), v.detach().numpy(), float(c)
+    lap = un[2:] - 2.0 * un[1:-1] + un[:-2]         # energy = |v|^2 / 2, v = u + c lap(u)
+    want_u = vn.copy()
+    want_u[2:] += cn * vn[1:-1]
+    want_u[1:-1] -= 2.0 * cn * vn[1:-1]
+    want_u[:-2] += cn * vn[1:-1]
+    np.testing.assert_allclose(u.grad.numpy(), want_u, rtol=1e-12, atol=1e-14)
+    terms = vn[1:-1] * lap                          # a sum that cancels: scaled tolerance
+    np.testing.assert_allclose(float(c.grad), np.sum(terms), atol=1e-12 * np.abs(terms).sum())
+
+
+def test_strided_tensors():
+    """A non-contiguous tensor (a slice with a step; autograd's expanded cotangent of a
+    sum) reaches the kernel as its values."""
+    x, w, lam = make_roughness(rng_for("torch-strided"))
+    wide = torch.tensor(np.repeat(x, 2), requires_grad=True)
+    loss = to_torch(roughness)(wide[::2], torch.tensor(w), lam)
+    assert float(loss) == roughness(x, w, lam)
+    loss.backward()
+    want = np.zeros(2 * len(x))
+    want[::2] = grad(roughness, wrt="x")(x, w, lam)
+    np.testing.assert_allclose(wide.grad.numpy(), want, rtol=1e-14)
+    u = torch.tensor(np.sin(np.linspace(0.0, 2.0, 10)), requires_grad=True)
+    v, _ = to_torch(step_and_energy)(u, 0.2)
+    v.sum().backward()                                  # v's cotangent: ones, stride 0
+    want = np.ones(10)                                  # (I + c L)^T ones, L the stencil
+    want[2:] += 0.2
+    want[1:-1] -= 0.4
+    want[:-2] += 0.2
+    np.testing.assert_allclose(u.grad.numpy(), want, rtol=1e-14)
