@@ -210,8 +210,8 @@ def _bin_indices(b, node, a, end, nbins):
 
     def guess(p):       # clamped, whatever the cast of a nan (a degenerate range) gives
         v, first = number(a.at((p[0],))), end(0)
-        k = fp.as_int64(fp.mul(fp.div(fp.sub(v, first), fp.sub(end(1), first)), nbins),
-                        evaluate=False)
+        k = fp.truncated(fp.mul(fp.div(fp.sub(v, first), fp.sub(end(1), first)), nbins),
+                         evaluate=False)
         return fp.select(nbins - 1, sp.Ge(k, nbins, evaluate=False),
                          fp.select(sp.Integer(0), sp.Lt(k, 0, evaluate=False), k))
     first_guess = _index_temporary(b, node, a.shape, guess, nbins - 1)
