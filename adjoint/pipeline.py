@@ -15,7 +15,7 @@ stage that depends on it; no stage reads the engine's options.
 """
 from dataclasses import dataclass, replace
 
-from .analysis.blas import products
+from .analysis.blas import paired, products
 from .analysis.bounds import index_checks
 from .analysis.contraction import contract
 from .analysis.fusion import fuse
@@ -118,6 +118,8 @@ def _contracted(entries, containers, kept, target):
 def _build(layout, entries, checks, counted, name, target):
     """(C source, loaded module) for the entry SDFGs: SDFG -> C -> shared library
     (device='cuda': SDFG -> CUDA -> nvcc, runtime/cuda.py)."""
+    if target.device == "cpu":          # two products reading one matrix: one pass
+        entries = [validate(paired(sdfg)) for sdfg in entries]
     entries = [validate(schedule(sdfg, target.device)) for sdfg in entries]  # how each runs
     if target.device == "cuda":
         return build_cuda(layout, entries, checks, counted, name, target)

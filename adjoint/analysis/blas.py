@@ -20,10 +20,11 @@ import sympy as sp
 
 from ..sdfg.arithmetic import factors_of
 from ..library.matmul import MatMul
+from ..library.matvec import MatVecPair
 from ..sdfg.nodes import (Container, LoopRegion, MapScope, Memlet, Sequence, State,
                           Tasklet, every_element, index_loads, self_update, walk)
 from ..sdfg.visit import Transformer, flattened
-from .dependence import Scope, counted
+from .dependence import READ, Scope, accesses, counted
 
 
 def products(sdfg):
@@ -32,6 +33,49 @@ def products(sdfg):
     rewrite = _Products(dict(sdfg.containers))
     body = rewrite.region(sdfg.body)
     return sdfg.replace(body=body, containers=rewrite.containers)
+
+
+def paired(sdfg):
+    """The SDFG with each two matrix-vector products of one matrix in one sequence as one
+    ``MatVecPair`` in the first's place (one pass over the matrix), where the second
+    moves up safely: neither it nor what runs between writes what the other reads or
+    writes. After differentiation (the pair has no derivative rules), on the CPU."""
+    return sdfg.replace(body=_Pairs().region(sdfg.body))
+
+
+class _Pairs(Transformer):
+    def elements(self, elements):
+        out = super().elements(elements)
+        k = 0
+        while k < len(out):
+            first = _vector_product(out[k])
+            j = next((j for j in range(k + 1, len(out)) if first is not None and
+                      _pairs(first, _vector_product(out[j]), out[k + 1:j])), None)
+            if j is not None:
+                out[k] = State((MatVecPair(first, _vector_product(out[j]), first.line),),
+                               out[k].label)
+                del out[j]
+            k += 1
+        return out
+
+
+def _vector_product(region):
+    """The MatMul of a matrix and a vector that is all of ``region``, else None."""
+    nodes = region.nodes if isinstance(region, State) else ()
+    if len(nodes) == 1 and isinstance(nodes[0], MatMul) and nodes[0].gemv() is not None:
+        return nodes[0]
+    return None
+
+
+def _pairs(first, second, between):
+    """Whether ``second`` (a product, or None) reads ``first``'s matrix and may run with it,
+    before the regions ``between``."""
+    if second is None or first.gemv()[:2] != second.gemv()[:2]:
+        return False
+    touched = [(a.data, a.kind) for r in between for a in accesses(r)]
+    written = set(first.writes()) | {d for d, kind in touched if kind != READ}
+    used = set(first.reads()) | set(first.writes()) | {d for d, _ in touched}
+    return not (written & set(second.reads()) or used & set(second.writes()))
 
 
 class _Products(Transformer):

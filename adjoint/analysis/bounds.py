@@ -128,7 +128,7 @@ def _access_checks(sdfg, ints, memlet, line, ctx):
         for low, condition, what in ((index, sp.Ge(index, 0), "can be negative"),
                                      (size - 1 - index, sp.Lt(index, size),
                                       f"can reach the size {size} of dimension {k}")):
-            bound = minimum(sp.expand(low), loops)
+            bound = _known_values(sdfg, minimum(sp.expand(low), loops))
             sides.append((bound, condition, what, bound is not None and _nonnegative(bound)))
         proven = all(side[3] for side in sides) and _polynomial(index)
         if not proven and not ints.safe(index, ctx):
@@ -145,6 +145,14 @@ def _access_checks(sdfg, ints, memlet, line, ctx):
             else:
                 checks.append(IndexCheck(ctx, condition, line, f"{where} {what}"))
     return checks
+
+
+def _known_values(sdfg, bound):
+    """``bound`` with the value ranges of the engine's index arrays (``Container.values``)
+    in place of the symbols of ranges found on entry."""
+    known = {s: v for c in sdfg.containers.values() if c.values is not None
+             for s, v in zip(value_range(c.name), c.values)}
+    return bound if bound is None or not known else sp.expand(bound.xreplace(known))
 
 
 class _Integers:

@@ -193,6 +193,9 @@ class CPrinter(C99CodePrinter):
     # and truncated to the dtype's width: NumPy's wrap-around.
     def _int_cast(self, expr):
         t = C_TYPES[expr.dtype]
+        if isinstance(expr, fp.truncated):                  # a float, as C converts it
+            value = self if not self.index else CPrinter(self.names, load=self.load)
+            return f"(({t})({value.doprint(expr.args[0])}))"
         bits = 8 * np.dtype(expr.dtype).itemsize
         return f"(({t})({self._integer(expr.args[0], bits)}))"
 

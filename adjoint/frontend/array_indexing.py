@@ -6,11 +6,14 @@ Each registers into ``array_calls``'s tables (``NUMPY``, ``NUMPY_TUPLES``,
 ``NUMPY_GRIDS``, ``SCIPY_ARRAYS``), which that module dispatches through, and
 ``frontend/__init__.py`` imports this module once for them. A grid's element is its
 index (scaled and shifted), a filter's a sum of weighted neighbours whose indices fold
-the boundary mode in (no padded copy); a histogram's count is a sum of the values'
-tests against the bin edges (the edges are NumPy's ``linspace``), so counts have no
-derivative with respect to the data and the weights' is the test, as in NumPy and JAX.
+the boundary mode in (no padded copy). A histogram of equal bins computes each value's
+bin as NumPy does and adds its one (weight) in, one value after the other, as
+``bincount``; of given edges, a count is a sum of the values' tests against them. Counts
+have no derivative with respect to the data, the weights' goes to their bins, as in
+NumPy and JAX.
 """
 import ast
+import dataclasses
 import itertools
 
 import numpy as np
@@ -25,6 +28,7 @@ from .array_stores import store, temporary
 from .dtypes import FLOAT64
 from .functions import floordiv, python_mod
 from ..sdfg import LoopRegion, Sequence
+from ..sdfg.nodes import index_load
 from ..sdfg import arithmetic as fp
 
 INT64 = np.dtype(np.int64)
@@ -155,25 +159,32 @@ def _meshgrid(b, node, args):
 def _histogram(b, node, args):
     """``np.histogram(a, bins=10, range=None, weights=None)``: (counts, edges). Equal bins
     span ``range`` or the data's extremes (widened by 0.5 where they are equal), edges as
-    NumPy's linspace; counts sum ``edges[k] <= v < edges[k + 1]`` (the last bin closed)
-    over the values (their weights where given)."""
+    NumPy's linspace; each value's bin is computed directly as NumPy computes it and its
+    one (weight) added in, one value after the other (``_bin_indices``, ``_fill_counts``).
+    Given edges: counts sum ``edges[k] <= v < edges[k + 1]`` (the last bin closed) over
+    the values."""
     if _flag(b, args, "density"):
         raise b.src.error(node, f"`{ast.unparse(node)}`: density=True is not supported; "
                                 "divide the counts by their sum times the bin widths")
     a = _flat(b, node, b.expr(_required(b, node, args, "a")))
     bins = args.get("bins", ast.Constant(10))
     edges_given = b.expr(bins) if not isinstance(bins, ast.Constant) else None
-    if edges_given is not None and edges_given.rank == 1:
-        edges = edges_given
-        nbins = edges.shape[0] - 1
-    else:
-        nbins = b.ex.index(bins, "a number of bins")
-        edges = _equal_bins(b, node, a, nbins, args.get("range"))
     weights = args.get("weights")
     w = None if weights is None or isinstance(weights, ast.Constant) and \
         weights.value is None else _flat(b, node, b.expr(weights))
     if w is not None:
         b.agree(node, w.shape[0], a.shape[0], w.shape, a.shape, "weights and values")
+    if edges_given is None or edges_given.rank != 1:
+        nbins = b.ex.index(bins, "a number of bins")
+        end = _stored(b, node, _outer_edges(b, node, a, args.get("range")))
+        edges = ArrayExpr((nbins + 1,), linspace_values(lambda: end(0), lambda: end(1),
+                                                        nbins + 1, True), dtype=FLOAT64)
+        # one more bin, never returned, takes the values outside the range
+        counts = _counts(b, node, nbins + 1, a.shape[0],
+                         lambda: _bin_indices(b, node, a, end, nbins), w)
+        return [lambda: ArrayExpr((nbins,), counts.at, dtype=counts.dtype), lambda: edges]
+    edges = edges_given
+    nbins = edges.shape[0] - 1
     last = nbins - 1
 
     def hit(q):
@@ -188,26 +199,80 @@ def _histogram(b, node, args):
     return [lambda: counts, lambda: edges]
 
 
-def _equal_bins(b, node, a, nbins, given):
-    """NumPy's edges of ``nbins`` equal bins: ``linspace(first, last, nbins + 1)``."""
-    if given is None or isinstance(given, ast.Constant) and given.value is None:
-        lo, hi = (reduction(b, node, kind, a, (0,), False) for kind in ("min", "max"))
+def _bin_indices(b, node, a, end, nbins):
+    """Each value's bin among ``nbins`` equal ones from ``end(0)`` to ``end(1)``, ``nbins``
+    for a value outside them (or nan), as NumPy's ``histogram`` computes it: ``(v -
+    first) / (last - first) * nbins`` truncated, the last edge in the last bin; then one
+    down where ``v`` lies below its bin's lower edge and one up where at or above its
+    upper edge (rounding near the edges). Two passes, as NumPy's: the correction reads
+    the edges at the first guess, an index array."""
+    lt, ge, both = fp.relation(sp.Lt), fp.relation(sp.Ge), fp.logical(sp.And)
 
-        def end(k):                 # read in the tasklet that uses it
-            first, last = number(lo.at(())), number(hi.at(()))
-            same = fp.relation(sp.Eq)(first, last)
-            return fp.select(fp.sub(first, sp.Float(0.5)), same, first) if k == 0 else \
-                fp.select(fp.add(last, sp.Float(0.5)), same, last)
+    def guess(p):       # clamped, whatever the cast of a nan (a degenerate range) gives
+        v, first = number(a.at((p[0],))), end(0)
+        k = fp.truncated(fp.mul(fp.div(fp.sub(v, first), fp.sub(end(1), first)), nbins),
+                         evaluate=False)
+        return fp.select(nbins - 1, sp.Ge(k, nbins, evaluate=False),
+                         fp.select(sp.Integer(0), sp.Lt(k, 0, evaluate=False), k))
+    first_guess = _index_temporary(b, node, a.shape, guess, nbins - 1)
+
+    def edge(k):        # NumPy's linspace below the last edge (which no test here needs)
+        first = end(0)
+        return fp.add(fp.mul(k, fp.div(fp.sub(end(1), first), nbins)), first)
+
+    def corrected(p):
+        v, k = number(a.at((p[0],))), first_guess(p)
+        down = both(lt(v, edge(k)), sp.Ne(k, 0))
+        up = both(ge(v, edge(k + 1)), sp.Ne(k, nbins - 1))
+        inside = both(ge(v, end(0)), fp.relation(sp.Le)(v, end(1)))
+        return fp.select(fp.select(k - 1, down, fp.select(k + 1, up, k)), inside, nbins)
+    return _index_temporary(b, node, a.shape, corrected, nbins)
+
+
+def _stored(b, node, end):
+    """``end`` read from two scalars set where first read: a comparison with a choice
+    inside (the widened extremes) would be folded by sympy into cases, reordering the
+    operations."""
+    names = []
+
+    def read(k):
+        if not names:
+            for j in (0, 1):
+                c = temporary(b, node, (), "__edge")
+                b.ex.prelude += store(b, b.container(c), lambda p, old, j=j: end(j),
+                                      b.line(node))
+                names.append(c.name)
+        return b.ex._read(names[k], ())
+    return read
+
+
+def _index_temporary(b, node, shape, value, top):
+    """An integer temporary set to ``value(p)``, each in ``[0, top]`` (what its writes
+    keep to), which indices may load (``Container.values``): a function of the index."""
+    c = temporary(b, node, shape, "__bins", dtype=INT64)
+    c = b.kernel.containers[c.name] = dataclasses.replace(c, values=(sp.Integer(0), top))
+    b.ex.prelude += store(b, b.container(c), lambda p, old: value(p), b.line(node))
+    return lambda q: index_load(c.name, tuple(q))
+
+
+def _outer_edges(b, node, a, given):
+    """NumPy's first and last edge of equal bins (``end(0)``, ``end(1)``, read in the
+    tasklet that uses them): ``range`` or the data's extremes, widened by 0.5 where they
+    are equal."""
+    if given is None or isinstance(given, ast.Constant) and given.value is None:
+        ends = [reduction(b, node, kind, a, (0,), False) for kind in ("min", "max")]
     elif isinstance(given, (ast.Tuple, ast.List)) and len(given.elts) == 2:
         ends = [_scalar(b, e) for e in given.elts]
-
-        def end(k):
-            return number(ends[k].at(()))
     else:
         raise b.src.error(node, f"`{ast.unparse(node)}`: range= must be written as a pair "
                                 "`(lo, hi)`")
-    at = linspace_values(lambda: end(0), lambda: end(1), nbins + 1, True)
-    return ArrayExpr((nbins + 1,), at, dtype=FLOAT64)
+
+    def end(k):
+        first, last = (number(e.at(())) for e in ends)
+        same = fp.relation(sp.Eq)(first, last)
+        return fp.select(fp.sub(first, sp.Float(0.5)), same, first) if k == 0 else \
+            fp.select(fp.add(last, sp.Float(0.5)), same, last)
+    return end
 
 
 def _bincount(b, node, args):
@@ -229,11 +294,17 @@ def _bincount(b, node, args):
         weights.value is None else _flat(b, node, b.expr(weights))
     if w is not None:
         b.agree(node, w.shape[0], n, w.shape, (n,), "weights and values")
+    return _counts(b, node, length, n, lambda: value_of, w)
+
+
+def _counts(b, node, length, n, indices, w):
+    """The ``length`` counts (sums of ``w``) of the ``n`` values whose bins ``indices()``
+    gives (a function of ``(k,)``), filled in the kernel's prelude where first read."""
     filled = []
 
     def at(index):
         if not filled:
-            filled.append(_fill_counts(b, node, length, n, value_of, w))
+            filled.append(_fill_counts(b, node, length, n, indices(), w))
         return b.ex._read(filled[0].name, tuple(index))
     return ArrayExpr((length,), at, dtype=FLOAT64 if w is not None else INT64)
 

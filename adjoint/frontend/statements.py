@@ -165,11 +165,12 @@ class KernelBuilder(LoopLowering, CallLowering, ArrayLowering):
 
     def _check_integer_writes(self, body):
         """Integer arrays the kernel writes may not provide indices, whose bounds are
-        checked from the values on entry."""
+        checked from the values on entry (the engine's own, of known ``values``, may)."""
         written = set()
         for t, _, _ in tasklets(body):
             for m, _ in t.outputs:
-                if self.containers[m.data].dtype.kind in "iu":
+                c = self.containers[m.data]
+                if c.dtype.kind in "iu" and c.values is None:
                     written.add(m.data)
         for expr, line in _index_expressions(body) if written else ():
             loaded = {name for name, _ in index_loads(expr)} & written

@@ -16,6 +16,7 @@ from . import cholesky, solve, tridiagonal
 from .assertion import Assertion
 from .cholesky import Cholesky
 from .matmul import MatMul
+from .matvec import MatVecPair
 from .solve import Solve
 from .trsm import Trsm
 from .tridiagonal import Tridiagonal
@@ -31,5 +32,5 @@ SCIPY.update({
     "scipy.linalg.lapack.dgtsv": (tridiagonal.call, tridiagonal.PARAMETERS),
 })
 
-__all__ = ["Assertion", "Cholesky", "MatMul", "NUMPY_LINALG", "SCIPY", "Solve", "Tridiagonal",
-           "Trsm"]
+__all__ = ["Assertion", "Cholesky", "MatMul", "MatVecPair", "NUMPY_LINALG", "SCIPY", "Solve",
+           "Tridiagonal", "Trsm"]

@@ -390,6 +390,13 @@ for _name in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "u
                                                        {"dtype": _name})   # picklable
 
 
+class truncated(IntCast):
+    """A float truncated toward zero to an int64, NumPy's ``astype`` of a value in range
+    (``np.histogram``'s bins, the only place the engine converts floats to integers):
+    printed as C's conversion."""
+    dtype = "int64"
+
+
 def _as_written(function):
     return lambda *args: function(*args, evaluate=False)
 

@@ -28,12 +28,16 @@ from .arithmetic import np_maximum, np_minimum
 class Container:
     """A named piece of memory: an array, or a scalar when ``shape == ()``. ``complex``:
     the kernel's complex array (``frontend/complexes.py``), its last axis of two the
-    real and imaginary parts, of ``dtype``, as NumPy lays it out."""
+    real and imaginary parts, of ``dtype``, as NumPy lays it out. ``values``: ``(lo, hi)``
+    for an integer array the engine writes and indexes with (``np.histogram``'s bins), each
+    write of which keeps to that range; indices loading it are bounded by it (an
+    argument's range is checked on entry instead)."""
     name: str
     dtype: np.dtype
     shape: tuple = ()
     transient: bool = False
     complex: bool = False
+    values: tuple = None
 
     @property
     def is_scalar(self):

@@ -53,6 +53,23 @@ def vector_products(A: float64[N, K], x: float64[K], y: float64[N]) -> float:
 
 
 @kernel
+def pairs(A: float64[N, K], p: float64[K], r: float64[N], x1: float64[N],
+          B: float64[K, K]) -> float:
+    """Products of one matrix, two by two in one pass over it (NPBench's bicg, mvt, atax):
+    a row dot product with an update of the whole output, two of either kind, a strided
+    vector, one adding into its output; and one that may not move up (its vector is
+    written in between)."""
+    s, q = r @ A, A @ p
+    x1 += A @ B[1, :]
+    t = B[:, 2] @ A.T
+    u = A @ p
+    p[0] = u[1]
+    v = A @ p
+    return np.sum(s * B[0, :]) + np.sum(q * x1) + np.sum(t * t) + np.sum((A.T @ (A @ p)) * p) + \
+        np.sum(v * u)
+
+
+@kernel
 def symmetric(A: float64[N, K], W: float64[N, N], V: float64[K, K]) -> float:
     """A matrix times its own transpose, both ways (BLAS dsyrk and a mirrored triangle)."""
     return np.sum((A @ A.T) * W) + np.sum(np.dot(A.T, A) * V)
@@ -83,6 +100,8 @@ def _args(k, rng):
         "reshaped": (rng.standard_normal((2, 3, 4)), rng.standard_normal((4, 4)), 2, 3),
         "vector_products": (rng.standard_normal((5, 7)), rng.standard_normal(7),
                             rng.standard_normal(5)),
+        "pairs": (rng.standard_normal((6, 5)), rng.standard_normal(5), rng.standard_normal(6),
+                  rng.standard_normal(6), rng.standard_normal((5, 5))),
         "mlp": (rng.standard_normal((5, 3)), rng.standard_normal((3, 4)),
                 rng.standard_normal(4), rng.standard_normal(4)),
         "gram": (rng.standard_normal((6, 3)), rng.standard_normal((6, 4))),
@@ -94,8 +113,8 @@ def _args(k, rng):
     }[k.__name__]
 
 
-KERNELS = [mlp, gram, recurrent, mixed_operands, contractions, vector_products, symmetric,
-           scaled, reshaped]
+KERNELS = [mlp, gram, recurrent, mixed_operands, contractions, vector_products, pairs,
+           symmetric, scaled, reshaped]
 
 
 def _copy(args):
@@ -144,9 +163,23 @@ def test_matrix_vector_products_call_gemv():
     pytest.importorskip("scipy_openblas64")
     args = _args(vector_products, np.random.default_rng(0))
     spec = vector_products.specialize(args)
-    assert spec.forward.source.count("sc_dgemv(") >= 5 and "sc_dgemm(" not in spec.forward.source
+    source = spec.forward.source            # two products of one matrix: one pass (below)
+    assert source.count("sc_dgemv(") + 2 * source.count("one pass over") >= 5
+    assert "sc_dgemm(" not in source
     assert "sc_dgemm(" not in spec.backward(frozenset({"A", "x"}),
                                             frozenset({"__return"})).source
+
+
+@pytest.mark.c_source
+def test_products_of_one_matrix_pass_over_it_once():
+    """Forward and reverse sweep: the products pair up where the second may move up to the
+    first (not the one whose vector is written in between, which BLAS runs alone)."""
+    args = _args(pairs, np.random.default_rng(0))
+    spec = pairs.specialize(args)
+    assert spec.forward.source.count("one pass over the matrix") == 3
+    assert spec.forward.source.count("sc_dgemv(") == 2      # u = A @ p, and A.T @ (A @ p)
+    backward = spec.backward(frozenset({"A", "p", "r"}), frozenset({"__return"})).source
+    assert backward.count("one pass over") >= 3
 
 
 @pytest.mark.c_source

@@ -98,6 +98,35 @@ def test_histogram_counts_are_numpys_on_bin_edges():
     assert np.array_equal(k(np.full(3, 2.0)), np.histogram(np.full(3, 2.0), 4)[0] * 1.0)
 
 
+def equal_bins(x, y, w, n: int):
+    counts, edges = np.histogram(x, n)
+    return (counts * 1.0, edges, np.histogram(x, n, weights=w)[0],
+            np.histogram(y, 6, range=(-0.5, 0.7), weights=w)[0],
+            np.histogram(y, bins=3, range=(0.2, 0.2))[0] * 1.0)
+
+
+def test_equal_bins_are_numpys_one_pass_over_the_values():
+    """Equal bins: each value's bin computed (NumPy's formula and its correction at the
+    edges), then one pass adding ones or weights in order; values on the edges (the last
+    one in the last bin), outside the range and nan as NumPy bins them, counts and sums
+    bit for bit; the bins, an index array the kernel writes, proven in bounds."""
+    k = kernel(equal_bins)
+    rng = rng_for("equal_bins")
+    x = rng.standard_normal(3000) ** 3
+    edges = np.histogram(x, 17)[1]
+    x[:36] = np.concatenate([edges, edges[::-1]])           # every edge, the last too
+    y = x.copy()
+    y[36:46] = [-0.5, 0.7, 0.2, np.nextafter(0.7, 1.0), np.nextafter(-0.5, -1.0), np.nan,
+                -np.inf, np.inf, np.nextafter(0.2, 0.0), 0.7]
+    w = rng.random(3000)
+    got, want = k(x, y, w, 17), equal_bins(x, y, w, 17)
+    for g, e in zip(got, want):
+        assert np.array_equal(g, e)
+    text = k.explain(x, y, w, 17)
+    checks = text[text.index("index checks"):]
+    assert "__counts" in text and "__bins" in text and "__bins" not in checks
+
+
 def test_emulated_cuda_matches_python(monkeypatch):
     monkeypatch.setattr(options, "device", "cuda")
     monkeypatch.setattr(options, "cuda_emulation", True)
