@@ -221,6 +221,24 @@ class ExpressionBuilder:
         if entry not in self.kernel.arrays.assumptions:
             self.kernel.arrays.assumptions.append(entry)
 
+    def at_call(self, node, condition, message):
+        """``condition`` on sizes as the sizes of the call being compiled decide it
+        (sp.true or sp.false), or None where they do not (a loop variable, no sizes).
+        What the call decides is part of what the specialisation holds for
+        (``SDFG.decisions``: a call where it does not gets another), and is checked before
+        each call too (``message(decided)`` where it fails)."""
+        sizes, free = self.kernel.sizes, condition.free_symbols
+        if not free or any(s.name not in sizes for s in free):
+            return None
+        value = condition.xreplace({s: sp.Integer(sizes[s.name]) for s in free})
+        if value not in (sp.true, sp.false):
+            return None
+        decision = condition if value is sp.true else sp.Not(condition)
+        if decision not in self.kernel.arrays.decisions:
+            self.kernel.arrays.decisions.append(decision)
+            self.assume(node, decision, message(value is sp.true))
+        return value
+
     def _index_IfExp(self, node, what):
         """``a if c else b`` of integers: the branch a decided ``c`` picks, else both as a
         Piecewise (``c`` an integer condition: an index never depends on data)."""

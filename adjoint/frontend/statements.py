@@ -606,8 +606,10 @@ class KernelBuilder(LoopLowering, CallLowering, ArrayLowering):
 
     def _decided_branch(self, stmt):
         """The statements an ``if`` runs when its condition is known when compiling (an
-        integer condition of constants: a default, a module-level number), else None:
-        the branch not taken is never lowered, as Python never runs it."""
+        integer condition of constants: a default, a module-level number; or of sizes and
+        int arguments, as the call being compiled decides it), else None: the branch not
+        taken is never lowered, as Python never runs it (``if NR == NM:`` choosing
+        between shapes)."""
         if not isinstance(stmt, ast.If) or _guards_data(stmt.test, self.scope):
             return None
         ex = ExpressionBuilder(self, self.scope)
@@ -615,7 +617,13 @@ class KernelBuilder(LoopLowering, CallLowering, ArrayLowering):
             cond = ex.condition(stmt.test)
         except KernelSyntaxError:
             return None                 # _stmt_If reports it
-        if ex.reads or ex.prelude or cond not in (sp.true, sp.false):
+        if ex.reads or ex.prelude:
+            return None
+        if cond not in (sp.true, sp.false):
+            cond = ex.at_call(stmt.test, cond, lambda taken: (
+                f"`{ast.unparse(stmt.test)}` is {taken} at these sizes, as it was where "
+                "this specialisation was compiled"))
+        if cond is None:
             return None
         return list(stmt.body if cond is sp.true else stmt.orelse)
 
