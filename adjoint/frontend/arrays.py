@@ -570,7 +570,7 @@ class ArrayBuilder:
                    f"`{_short(node)}` do not match")
         if same is False:
             raise self.src.error(node, message)
-        condition = sp.Eq(sp.expand(x - y), 0)      # loop variables may cancel (N - i, M - i)
+        condition = sp.Eq(sp.powsimp(sp.expand(x - y)), 0)   # loop variables may cancel (N - i)
         if not condition.free_symbols <= set(self.kernel.symbols):
             raise self.src.error(node, message.replace("do not match", "cannot be shown to "
                                                        "match") + "; use the same sizes")

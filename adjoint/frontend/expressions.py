@@ -196,7 +196,12 @@ class ExpressionBuilder:
             return floordiv(a, self._divisor(node, b))
         if op is ast.Mod:
             return python_mod(a, self._divisor(node, b))
-        if op is ast.Pow and b.is_Integer and b >= 0:
+        if op is ast.Pow and not (b.is_Integer and b < 0):      # R ** K, K an int argument
+            if not b.is_Integer:
+                self.nonnegative(node, b, f"cannot show that the exponent of "
+                                          f"`{ast.unparse(node)}` in {what} is not negative",
+                                 f"the exponent of `{ast.unparse(node)}` in {what} is "
+                                 "negative (an integer power of integers must not be)")
             return a ** b
         hint = "; use // for integer division" if op is ast.Div else ""
         raise self.src.error(node, f"operator `{ast.unparse(node)}` in {what}{hint}")
@@ -214,6 +219,19 @@ class ExpressionBuilder:
                                        "sizes only")
         self.assume(node, sp.Ne(b, 0), f"the divisor {b} of `{ast.unparse(node)}` is zero")
         return b
+
+    def nonnegative(self, node, e, refused, message):
+        """``e >= 0``: proven over the loops around ``node``, else checked per call where
+        its lowest value depends on sizes only (``message``), else refused (``refused``,
+        a KernelSyntaxError)."""
+        from ..analysis.bounds import minimum
+        loops = [f.region for f in self.kernel.loops if getattr(f, "region", None) is not None]
+        bound = None if index_loads(e) else minimum(sp.expand(e), loops)
+        if bound is not None and bound.is_nonnegative:
+            return
+        if bound is None or not bound.free_symbols <= set(self.kernel.symbols):
+            raise self.src.error(node, refused)
+        self.assume(node, sp.Ge(bound, 0), message)
 
     def assume(self, node, condition, message):
         """``condition`` on the kernel's sizes, checked once per call before it runs."""
@@ -482,7 +500,6 @@ class ExpressionBuilder:
         """Item ``k`` of a tuple of integers (a constant from outside, ``CX[k]`` in a loop):
         the item itself for a constant ``k``, else the choice among them, ``k`` shown (or
         checked per call) to lie in the tuple as Python requires."""
-        from ..analysis.bounds import minimum
         size = sp.Integer(len(items))
         i = self._from_the_end(node.slice, self.index(node.slice), size)
         if i.is_Integer:
@@ -490,16 +507,11 @@ class ExpressionBuilder:
                 raise self.src.error(node, f"`{ast.unparse(node)}`: index out of range (the "
                                            f"tuple has {size} items)")
             return items[int(i)]
-        loops = [f.region for f in self.kernel.loops if getattr(f, "region", None) is not None]
         for low in (i, size - 1 - i):
-            bound = None if index_loads(low) else minimum(sp.expand(low), loops)
-            if bound is not None and bound.is_nonnegative:
-                continue
-            if bound is None or not bound.free_symbols <= set(self.kernel.symbols):
-                raise self.src.error(node, f"cannot show that `{ast.unparse(node)}` lies in "
-                                           f"the tuple of {size} items; loop over the tuple "
-                                           "(`for c in C`) instead")
-            self.assume(node, sp.Ge(bound, 0), f"`{ast.unparse(node)}` is outside the tuple")
+            self.nonnegative(node, low, f"cannot show that `{ast.unparse(node)}` lies in the "
+                                        f"tuple of {size} items; loop over the tuple (`for c "
+                                        "in C`) instead",
+                             f"`{ast.unparse(node)}` is outside the tuple")
         return sp.Piecewise(*[(v, sp.Eq(i, k)) for k, v in enumerate(items[:-1])],
                             (items[-1], True))
 

@@ -41,9 +41,10 @@ class KernelBuilder(LoopLowering, CallLowering, ArrayLowering):
     those defines its part as a mixin (``LoopLowering``, ``CallLowering``,
     ``ArrayLowering``), composed here, so that no frontend module imports one above it."""
 
-    def __init__(self, src, name, types, sizes=None):
+    def __init__(self, src, name, types, sizes=None, unroll=frozenset()):
         self.src, self.name = src, name
         self.sizes = sizes or {}    # symbol name -> value at the call being compiled
+        self.unroll = unroll        # loops (loop_key) unrolled at the call's trip count
         self.containers, self.arguments, self.symbols = {}, [], []
         self.typed = set()          # transients whose dtype the code names (dtypes.py)
         self.complex_stored = set()     # the others holding complex values (dtypes.py)
@@ -832,8 +833,19 @@ def _first_line(stmt):
 
 def parse(src, name, types, sizes=None) -> SDFG:
     """Lower the kernel's AST to an SDFG for the given argument types; ``sizes`` (symbol
-    name -> the call's value) decides what the types leave open (``ArrayLowering.unit``)."""
-    return KernelBuilder(src, name, types, sizes).build()
+    name -> the call's value) decides what the types leave open (``ArrayLowering.unit``).
+    A loop whose body binds a name to an array whose shape varies with the iteration
+    (``array_stores.temporary``: the error's ``unroll``) is lowered again from the start,
+    unrolled at the call's trip count where the sizes decide it (``loops.unrolled``)."""
+    unroll = frozenset()
+    while True:
+        try:
+            return KernelBuilder(src, name, types, sizes, unroll).build()
+        except KernelSyntaxError as exc:
+            more = getattr(exc, "unroll", frozenset()) - unroll
+            if not more:
+                raise
+            unroll |= more
 
 
 def _item(value, k):
