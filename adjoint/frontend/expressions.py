@@ -239,16 +239,20 @@ class ExpressionBuilder:
         if entry not in self.kernel.arrays.assumptions:
             self.kernel.arrays.assumptions.append(entry)
 
+    def call_value(self, e):
+        """``e`` (of sizes) at the sizes of the call being compiled, or None."""
+        sizes, free = self.kernel.sizes, e.free_symbols
+        if not free or any(s.name not in sizes for s in free):
+            return None
+        return e.xreplace({s: sp.Integer(sizes[s.name]) for s in free})
+
     def at_call(self, node, condition, message):
         """``condition`` on sizes as the sizes of the call being compiled decide it
         (sp.true or sp.false), or None where they do not (a loop variable, no sizes).
         What the call decides is part of what the specialisation holds for
         (``SDFG.decisions``: a call where it does not gets another), and is checked before
         each call too (``message(decided)`` where it fails)."""
-        sizes, free = self.kernel.sizes, condition.free_symbols
-        if not free or any(s.name not in sizes for s in free):
-            return None
-        value = condition.xreplace({s: sp.Integer(sizes[s.name]) for s in free})
+        value = self.call_value(condition)
         if value not in (sp.true, sp.false):
             return None
         decision = condition if value is sp.true else sp.Not(condition)

@@ -353,11 +353,8 @@ def _unrollable(stmt, at_call=False):
 def _at_call_value(ex, node, n):
     """The integer ``n`` (of sizes) at the call being compiled, a decision of the
     specialisation (``at_call``); ``n`` itself where the sizes do not decide it."""
-    if n.is_Integer or not n.free_symbols or \
-            any(s.name not in ex.kernel.sizes for s in n.free_symbols):
-        return n
-    value = n.xreplace({s: sp.Integer(ex.kernel.sizes[s.name]) for s in n.free_symbols})
-    decided = value.is_Integer and ex.at_call(node, sp.Eq(n, value), lambda _: (
+    value = ex.call_value(n)
+    decided = value is not None and value.is_Integer and ex.at_call(node, sp.Eq(n, value), lambda _: (
         f"`{ast.unparse(node)}` runs with {n} = {value} where this specialisation was "
         "compiled (its loop unrolled), not at these sizes")) is sp.true
     return value if decided else n
