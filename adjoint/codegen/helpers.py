@@ -30,8 +30,9 @@ ARITHMETIC = r"""@FN@ int64_t sc_floordiv(int64_t a, int64_t b)
     int64_t r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
 @FN@ int64_t sc_imin(int64_t a, int64_t b) { return a < b ? a : b; }
-/* a ** b of integers, b >= 0 (the frontend checks it); by squaring, wrapping as uint64 */
-@FN@ int64_t sc_ipow(int64_t a, int64_t b)
+/* a ** b of integers, b >= 0 (the frontend checks it); by squaring, wrapping as uint64.
+   C's is a const function not inlined, so loops hoist it out of the indices they compute */
+@IPOW@int64_t sc_ipow(int64_t a, int64_t b)
 { uint64_t r = 1, x = (uint64_t)a; for (; b > 0; b >>= 1, x *= x) if (b & 1) r *= x;
   return (int64_t)r; }
 @FN@ int64_t sc_imax(int64_t a, int64_t b) { return a > b ? a : b; }
@@ -58,9 +59,15 @@ __attribute__((noinline))
 static """
 
 
-def arithmetic(qualifier, pow_qualifier):
-    """ARITHMETIC with each function declared ``qualifier`` and sc_pow ``pow_qualifier``."""
-    return ARITHMETIC.replace("@FN@", qualifier).replace("@POW@", pow_qualifier)
+# C's sc_ipow: a call of constant arguments that loops hoist (GCC and clang)
+C_IPOW = "__attribute__((const, noinline)) static "
+
+
+def arithmetic(qualifier, pow_qualifier, ipow_qualifier):
+    """ARITHMETIC with each function declared ``qualifier``, sc_pow ``pow_qualifier`` and
+    sc_ipow ``ipow_qualifier``."""
+    return ARITHMETIC.replace("@FN@", qualifier).replace("@POW@", pow_qualifier) \
+        .replace("@IPOW@", ipow_qualifier)
 
 
 # Python's and NumPy's semantics where C's differ (printer.HELPERS), in both backends'
