@@ -76,7 +76,7 @@ COMMON = r"""#include <signal.h>
 #define restrict __restrict__
 """ + CONSTANTS + r"""#define SC_HD static __host__ __device__ __forceinline__
 #define SC_RED_BLOCKS 1024      /* most blocks of a kernel with scalar sums */
-""" + arithmetic("SC_HD", "SC_HD ") + r"""
+""" + arithmetic("SC_HD", "SC_HD ", "SC_HD ") + r"""
 /* ---- errors: every CUDA call and launch is checked; sc_run returns -3 on failure ---- */
 static char sc_msg[1024] = "";
 static int sc_failed = 0;

@@ -30,6 +30,11 @@ ARITHMETIC = r"""@FN@ int64_t sc_floordiv(int64_t a, int64_t b)
     int64_t r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
 @FN@ int64_t sc_imin(int64_t a, int64_t b) { return a < b ? a : b; }
+/* a ** b of integers, b >= 0 (the frontend checks it); by squaring, wrapping as uint64.
+   C's is a const function not inlined, so loops hoist it out of the indices they compute */
+@IPOW@int64_t sc_ipow(int64_t a, int64_t b)
+{ uint64_t r = 1, x = (uint64_t)a; for (; b > 0; b >>= 1, x *= x) if (b & 1) r *= x;
+  return (int64_t)r; }
 @FN@ int64_t sc_imax(int64_t a, int64_t b) { return a > b ? a : b; }
 /* number of values of range(a, b, s) */
 @FN@ int64_t sc_trip(int64_t a, int64_t b, int64_t s)
@@ -54,9 +59,15 @@ __attribute__((noinline))
 static """
 
 
-def arithmetic(qualifier, pow_qualifier):
-    """ARITHMETIC with each function declared ``qualifier`` and sc_pow ``pow_qualifier``."""
-    return ARITHMETIC.replace("@FN@", qualifier).replace("@POW@", pow_qualifier)
+# C's sc_ipow: a call of constant arguments that loops hoist (GCC and clang)
+C_IPOW = "__attribute__((const, noinline)) static "
+
+
+def arithmetic(qualifier, pow_qualifier, ipow_qualifier):
+    """ARITHMETIC with each function declared ``qualifier``, sc_pow ``pow_qualifier`` and
+    sc_ipow ``ipow_qualifier``."""
+    return ARITHMETIC.replace("@FN@", qualifier).replace("@POW@", pow_qualifier) \
+        .replace("@IPOW@", ipow_qualifier)
 
 
 # Python's and NumPy's semantics where C's differ (printer.HELPERS), in both backends'
@@ -111,6 +122,11 @@ static inline int64_t sc_cfloordiv(int64_t a, int64_t b, int *o)
 { if (b == 0 || (a == INT64_MIN && b == -1)) { *o = 1; return 0; } return sc_floordiv(a, b); }
 static inline int64_t sc_cmod(int64_t a, int64_t b, int *o)
 { if (b == 0 || (a == INT64_MIN && b == -1)) { *o = 1; return 0; } return sc_mod(a, b); }
+static inline int64_t sc_cpow(int64_t a, int64_t b, int *o)
+{ /* a * a overflowing with b left means the result overflows too (or |a| <= 1) */
+  int64_t r = 1; if (b < 0) { *o = 1; return 0; }
+  for (; b > 0; b >>= 1) { if (b & 1) r = sc_cmul(r, a, o); if (b > 1) a = sc_cmul(a, a, o); }
+  return r; }
 static inline int64_t sc_ctrip(int64_t a, int64_t b, int64_t s, int *o)
 { if (s == 0 || s == INT64_MIN) { *o = 1; return 0; }
   int64_t d = s > 0 ? sc_csub(b, a, o) : sc_csub(a, b, o), m = s > 0 ? s : -s;

@@ -172,6 +172,8 @@ class CPrinter(C99CodePrinter):
             if self.index:
                 return f"({prod})"
             return f"({prod})" if exp > 0 else f"(1.0/({prod}))"
+        if self.index and not (exp.is_Integer and 0 < exp <= 4):  # R ** K (frontend: K >= 0)
+            return f"sc_ipow({self._print(base)}, {self._print(exp)})"
         if exp is sp.S.Half:
             return f"sqrt({self._print(base)})"
         if exp == -sp.S.Half:

@@ -80,7 +80,9 @@ class CheckPrinter(CPrinter):
 
     def _print_Pow(self, expr):
         base, exp = expr.args
-        if not (exp.is_Integer and exp >= 0):
+        if not exp.is_Integer:                  # R ** K: K >= 0 was checked before
+            return self._call("sc_cpow", self._print(base), self._print(exp))
+        if exp < 0:
             raise ValueError(f"a check computes {expr}, which is not an integer expression")
         if exp > 64:                          # beyond int64 unless |base| <= 1: fail
             return "(sc_o = 1, (int64_t)0)"

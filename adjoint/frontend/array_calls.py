@@ -752,6 +752,24 @@ def _tile(b, node, args):
     return remap(a, out, old_index, keep_view=False)
 
 
+def _repeat(b, node, args):
+    """``np.repeat(a, repeats, axis)`` with one count: element ``q`` reads ``a`` at
+    ``q // repeats`` along the axis (of the flattened array where ``axis`` is None)."""
+    a = b.expr(_required(b, node, args, "a"))
+    r = b.ex.index(_required(b, node, args, "repeats"), "a repetition count (one integer)")
+    if r.is_negative:
+        raise b.src.error(node, f"`{ast.unparse(node)}`: a negative repetition count")
+    axes = _axes(b, args.get("axis"), a.rank, default_all=False)
+    if axes is None:
+        a, axes = _reshaped(b, node, a, [sp.Integer(-1)]), (0,)
+    if len(axes) != 1:
+        raise b.src.error(node, f"`{ast.unparse(node)}` repeats along one axis")
+    out = tuple(n * r if k in axes else n for k, n in enumerate(a.shape))
+    _check_sizes(b, node, (r,) + out)
+    return remap(a, out, lambda q: tuple(floordiv(i, r) if k in axes else i
+                                         for k, i in enumerate(q)), keep_view=False)
+
+
 def _average(b, node, args):
     """``np.average``: the mean, or with ``weights`` ``sum(a * w) / sum(w)`` over the axes
     (1-D weights along the one axis, as NumPy); ``returned=`` is not supported."""
@@ -1152,6 +1170,7 @@ NUMPY = {
     "triu": (_triangle(False), ("m", "k"), ()),
     "diag": (_diag, ("v", "k"), ()),
     "tile": (_tile, ("A", "reps"), ()),
+    "repeat": (_repeat, ("a", "repeats", "axis"), ()),
     "average": (_average, ("a", "axis", "weights"), ("keepdims",)),
     "tril": (_triangle(True), ("m", "k"), ()),
     "cumsum": (_cumulative(fp.add), ("a", "axis", "dtype"), ()),

@@ -114,7 +114,7 @@ def without_view(expr):
 # ---- sizes -----------------------------------------------------------------------------
 def same_size(a, b):
     """True / False when sympy decides ``a == b`` for every value of the sizes, else None."""
-    d = sp.expand(sp.sympify(a) - sp.sympify(b))
+    d = sp.powsimp(sp.expand(sp.sympify(a) - sp.sympify(b)))     # R**i * R**(K - i): R**K
     if d == 0:
         return True
     if d.is_number:

@@ -54,11 +54,18 @@ def temporary(b, node, shape, prefix, name=None, dtype=None):
         why = ("an array bound to a name must have sizes known on entry (only the "
                "temporaries of expressions may vary with the loop)") if named else \
             "sizes must be affine in the loop variables (as `a*i + b`)"
-        raise b.src.error(node, f"`{_short(node)}` needs an array of shape "
-                                f"{fmt_shape(shape)}, which depends on {names}; {why}: "
-                                "use the expression where it is needed, or allocate the "
-                                "array before the loop at its largest size and use a slice "
-                                "of it")
+        error = b.src.error(node, f"`{_short(node)}` needs an array of shape "
+                                  f"{fmt_shape(shape)}, which depends on {names}; {why}: "
+                                  "use the expression where it is needed, or allocate the "
+                                  "array before the loop at its largest size and use a "
+                                  "slice of it")
+        # Sizes not affine in the loop variables (R ** i: a loop of a few passes) have no
+        # largest size to allocate: statements.parse unrolls those loops where the call
+        # decides their trip counts
+        if named and not all(affine(n, loose) for n in shape):
+            error.unroll = frozenset(f.key for f in b.kernel.loops if f.region is not None
+                                     and f.region.var in loose and f.key is not None)
+        raise error
     name = name or b.kernel.new_transient(prefix).name
     c = Container(name, dtype or FLOAT64, tuple(shape), True)
     b.kernel.containers[name] = c

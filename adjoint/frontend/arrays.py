@@ -535,22 +535,14 @@ class ArrayBuilder:
         return out
 
     def unit(self, node, n):
-        """Whether extent ``n`` is 1 at the sizes of the call being compiled. What the call
-        decides is part of what the specialisation holds for (``SDFG.decisions``: a call
-        where it is not gets another), and is checked before each call too. Sizes of
-        unannotated arguments are never 1 here (their size-1 axes are the constant 1)."""
+        """Whether extent ``n`` is 1 at the sizes of the call being compiled (``at_call``).
+        Sizes of unannotated arguments are never 1 here (their size-1 axes are the
+        constant 1)."""
         if n.is_number or (n.is_Symbol and n.name.startswith("__")):
             return n == ONE
-        sizes = self.kernel.sizes
-        if not n.free_symbols or any(s.name not in sizes for s in n.free_symbols):
-            return False
-        one = n.xreplace({s: sp.Integer(sizes[s.name]) for s in n.free_symbols}) == ONE
-        condition = sp.Eq(n, ONE) if one else sp.Ne(n, ONE)
-        if condition not in self.kernel.arrays.decisions:
-            self.kernel.arrays.decisions.append(condition)
-            self.assume(node, condition, f"the extent {n} is {'' if one else 'not '}1 at "
-                        "these sizes, as it was where this specialisation was compiled")
-        return one
+        return self.ex.at_call(node, sp.Eq(n, ONE), lambda one: (
+            f"the extent {n} is {'' if one else 'not '}1 at these sizes, as it was where "
+            "this specialisation was compiled")) is sp.true
 
     def broadcast_shape(self, node, shapes):
         out = ()
@@ -578,7 +570,7 @@ class ArrayBuilder:
                    f"`{_short(node)}` do not match")
         if same is False:
             raise self.src.error(node, message)
-        condition = sp.Eq(sp.expand(x - y), 0)      # loop variables may cancel (N - i, M - i)
+        condition = sp.Eq(sp.powsimp(sp.expand(x - y)), 0)   # loop variables may cancel (N - i)
         if not condition.free_symbols <= set(self.kernel.symbols):
             raise self.src.error(node, message.replace("do not match", "cannot be shown to "
                                                        "match") + "; use the same sizes")

@@ -314,12 +314,10 @@ def call_statement(kernel, stmt):
     return ex.prelude
 
 
-def unpack_call(kernel, stmt):
-    """``a, b = other(...)``: each target assigned one of the returned values."""
-    targets = stmt.targets[0].elts
-    if any(not isinstance(t, (ast.Name, ast.Subscript)) for t in targets):
-        raise kernel.src.error(stmt, "unpack a call into names or subscripts "
-                                     "(`a, b = f(...)`; no nesting or starred targets)")
+def unpack_call(kernel, stmt, tuples):
+    """``a, b = other(...)`` (``tuples``: the targets of each tuple, ``a, b = c, d =
+    other(...)`` in a chain): each target assigned one of the returned values."""
+    targets = tuples[0]
     kernel.call_roots = {id(stmt.value)}
     ex = ExpressionBuilder(kernel, kernel.scope)
     results = inline(ex, stmt.value)
@@ -328,7 +326,8 @@ def unpack_call(kernel, stmt):
         raise kernel.src.error(stmt, f"`{_short(stmt.value)}` returns {count} value"
                                      f"{'s' if count != 1 else ''}, unpacked into "
                                      f"{len(targets)} names")
-    return ex.prelude + assign_results(kernel, stmt, targets, results)
+    return ex.prelude + [r for elts in tuples for r in assign_results(kernel, stmt, elts,
+                                                                      results)]
 
 
 def assign_results(kernel, stmt, targets, results):

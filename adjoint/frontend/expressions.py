@@ -196,7 +196,12 @@ class ExpressionBuilder:
             return floordiv(a, self._divisor(node, b))
         if op is ast.Mod:
             return python_mod(a, self._divisor(node, b))
-        if op is ast.Pow and b.is_Integer and b >= 0:
+        if op is ast.Pow and not (b.is_Integer and b < 0):      # R ** K, K an int argument
+            if not b.is_Integer:
+                self.nonnegative(node, b, f"cannot show that the exponent of "
+                                          f"`{ast.unparse(node)}` in {what} is not negative",
+                                 f"the exponent of `{ast.unparse(node)}` in {what} is "
+                                 "negative (an integer power of integers must not be)")
             return a ** b
         hint = "; use // for integer division" if op is ast.Div else ""
         raise self.src.error(node, f"operator `{ast.unparse(node)}` in {what}{hint}")
@@ -215,11 +220,46 @@ class ExpressionBuilder:
         self.assume(node, sp.Ne(b, 0), f"the divisor {b} of `{ast.unparse(node)}` is zero")
         return b
 
+    def nonnegative(self, node, e, refused, message):
+        """``e >= 0``: proven over the loops around ``node``, else checked per call where
+        its lowest value depends on sizes only (``message``), else refused (``refused``,
+        a KernelSyntaxError)."""
+        from ..analysis.bounds import minimum
+        loops = [f.region for f in self.kernel.loops if getattr(f, "region", None) is not None]
+        bound = None if index_loads(e) else minimum(sp.expand(e), loops)
+        if bound is not None and bound.is_nonnegative:
+            return
+        if bound is None or not bound.free_symbols <= set(self.kernel.symbols):
+            raise self.src.error(node, refused)
+        self.assume(node, sp.Ge(bound, 0), message)
+
     def assume(self, node, condition, message):
         """``condition`` on the kernel's sizes, checked once per call before it runs."""
         entry = (condition, node.lineno + self.src.first_line - 1, message)
         if entry not in self.kernel.arrays.assumptions:
             self.kernel.arrays.assumptions.append(entry)
+
+    def call_value(self, e):
+        """``e`` (of sizes) at the sizes of the call being compiled, or None."""
+        sizes, free = self.kernel.sizes, e.free_symbols
+        if not free or any(s.name not in sizes for s in free):
+            return None
+        return e.xreplace({s: sp.Integer(sizes[s.name]) for s in free})
+
+    def at_call(self, node, condition, message):
+        """``condition`` on sizes as the sizes of the call being compiled decide it
+        (sp.true or sp.false), or None where they do not (a loop variable, no sizes).
+        What the call decides is part of what the specialisation holds for
+        (``SDFG.decisions``: a call where it does not gets another), and is checked before
+        each call too (``message(decided)`` where it fails)."""
+        value = self.call_value(condition)
+        if value not in (sp.true, sp.false):
+            return None
+        decision = condition if value is sp.true else sp.Not(condition)
+        if decision not in self.kernel.arrays.decisions:
+            self.kernel.arrays.decisions.append(decision)
+            self.assume(node, decision, message(value is sp.true))
+        return value
 
     def _index_IfExp(self, node, what):
         """``a if c else b`` of integers: the branch a decided ``c`` picks, else both as a
@@ -464,7 +504,6 @@ class ExpressionBuilder:
         """Item ``k`` of a tuple of integers (a constant from outside, ``CX[k]`` in a loop):
         the item itself for a constant ``k``, else the choice among them, ``k`` shown (or
         checked per call) to lie in the tuple as Python requires."""
-        from ..analysis.bounds import minimum
         size = sp.Integer(len(items))
         i = self._from_the_end(node.slice, self.index(node.slice), size)
         if i.is_Integer:
@@ -472,16 +511,11 @@ class ExpressionBuilder:
                 raise self.src.error(node, f"`{ast.unparse(node)}`: index out of range (the "
                                            f"tuple has {size} items)")
             return items[int(i)]
-        loops = [f.region for f in self.kernel.loops if getattr(f, "region", None) is not None]
         for low in (i, size - 1 - i):
-            bound = None if index_loads(low) else minimum(sp.expand(low), loops)
-            if bound is not None and bound.is_nonnegative:
-                continue
-            if bound is None or not bound.free_symbols <= set(self.kernel.symbols):
-                raise self.src.error(node, f"cannot show that `{ast.unparse(node)}` lies in "
-                                           f"the tuple of {size} items; loop over the tuple "
-                                           "(`for c in C`) instead")
-            self.assume(node, sp.Ge(bound, 0), f"`{ast.unparse(node)}` is outside the tuple")
+            self.nonnegative(node, low, f"cannot show that `{ast.unparse(node)}` lies in the "
+                                        f"tuple of {size} items; loop over the tuple (`for c "
+                                        "in C`) instead",
+                             f"`{ast.unparse(node)}` is outside the tuple")
         return sp.Piecewise(*[(v, sp.Eq(i, k)) for k, v in enumerate(items[:-1])],
                             (items[-1], True))
 

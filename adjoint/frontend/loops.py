@@ -28,6 +28,10 @@ from .expressions import AfterLoop, DataValue, ExpressionBuilder, IntValue
 # is unrolled: each copy sees the variable as a known int, as Python runs it, so `or
 # None`, negative bounds and decided branches take Python's values.
 UNROLL = 8
+# A loop whose body binds a name to an array of a shape varying with the iteration
+# (stockham_fft's `D = np.empty((R, R**i, R**(K - i - 1)))`) is unrolled at the call's
+# trip count, up to this many copies (statements.parse)
+UNROLL_AT_CALL = 64
 
 
 class UnrolledValue(ast.stmt):
@@ -41,6 +45,7 @@ class LoopFrame:
     brk: Optional[Container] = None      # set by break (and by a while loop's test)
     cnt: Optional[Container] = None      # set by continue, cleared each iteration
     region: Optional[LoopRegion] = None  # a for loop's range (body left out), for proofs
+    key: Optional[tuple] = None          # a for loop's loop_key
 
 
 class LoopLowering:
@@ -81,7 +86,8 @@ class LoopLowering:
         symbol = sp.Symbol(var, integer=True)
         copies_, copies = self.binds.own_copies(self, stmt.body, self.line(stmt))
         self.scope[var] = IntValue(symbol)
-        frame = LoopFrame(region=LoopRegion(symbol, start, stop, step, Sequence(())))
+        frame = LoopFrame(region=LoopRegion(symbol, start, stop, step, Sequence(())),
+                          key=loop_key(self.src, stmt))
         self.loops.append(frame)
         try:
             body = self._body(stmt, copies)
@@ -105,7 +111,8 @@ class LoopLowering:
             not _assigns(stmt.body, _names(stmt.target)) else None
         if rows is not None:
             return [_placed(statics.replaced(s, row), stmt) for row in rows for s in stmt.body]
-        if not (isinstance(stmt, ast.For) and _unrollable(stmt)
+        at_call = isinstance(stmt, ast.For) and loop_key(self.src, stmt) in self.unroll
+        if not (isinstance(stmt, ast.For) and _unrollable(stmt, at_call)
                 and _call_of(self, stmt.iter, "range")):
             return None
         ex = ExpressionBuilder(self, self.scope)
@@ -113,11 +120,13 @@ class LoopLowering:
             bounds = [ex.index(a, "a range() bound") for a in stmt.iter.args]
         except KernelSyntaxError:
             return None                     # _stmt_For reports it
+        if at_call and not ex.reads:        # the call's trip count: a decision on sizes
+            bounds = [_at_call_value(ex, stmt.iter, b) for b in bounds]
         if ex.reads or ex.prelude or not all(b.is_Integer for b in bounds) or \
                 (len(bounds) == 3 and bounds[2] == 0):
             return None
         values = range(*(int(b) for b in bounds))
-        if len(values) > UNROLL:
+        if len(values) > (UNROLL_AT_CALL if at_call else UNROLL):
             return None
         var, out = stmt.target.id, []
         for k, v in enumerate(values):
@@ -329,15 +338,31 @@ def unrolls_literally(stmt):
         len(range(*bounds)) <= UNROLL
 
 
-def _unrollable(stmt):
+def _unrollable(stmt, at_call=False):
     """Whether the `for` ``stmt`` has the form an unrolled loop has (see UNROLL), its
-    values aside: ``for v in range(...)`` whose ``v`` reaches a slice bound and whose body
-    does not leave it early."""
+    values aside: ``for v in range(...)`` whose ``v`` reaches a slice bound (or one to
+    unroll ``at_call``) and whose body does not leave it early."""
     it = stmt.iter
     return isinstance(stmt.target, ast.Name) and not stmt.orelse and \
         isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range" \
         and not it.keywords and 1 <= len(it.args) <= 3 and \
-        _reaches_slice_bound(stmt.body, stmt.target.id) and not _jumps_out(stmt.body)
+        (at_call or _reaches_slice_bound(stmt.body, stmt.target.id)) and \
+        not _jumps_out(stmt.body)
+
+
+def _at_call_value(ex, node, n):
+    """The integer ``n`` (of sizes) at the call being compiled, a decision of the
+    specialisation (``at_call``); ``n`` itself where the sizes do not decide it."""
+    value = ex.call_value(n)
+    decided = value is not None and value.is_Integer and ex.at_call(node, sp.Eq(n, value), lambda _: (
+        f"`{ast.unparse(node)}` runs with {n} = {value} where this specialisation was "
+        "compiled (its loop unrolled), not at these sizes")) is sp.true
+    return value if decided else n
+
+
+def loop_key(src, stmt):
+    """A `for` statement's place in the source, the same in every lowering of it."""
+    return src.filename, stmt.lineno + src.first_line - 1, stmt.col_offset
 
 
 def _reaches_slice_bound(body, var):

@@ -41,9 +41,10 @@ class KernelBuilder(LoopLowering, CallLowering, ArrayLowering):
     those defines its part as a mixin (``LoopLowering``, ``CallLowering``,
     ``ArrayLowering``), composed here, so that no frontend module imports one above it."""
 
-    def __init__(self, src, name, types, sizes=None):
+    def __init__(self, src, name, types, sizes=None, unroll=frozenset()):
         self.src, self.name = src, name
         self.sizes = sizes or {}    # symbol name -> value at the call being compiled
+        self.unroll = unroll        # loops (loop_key) unrolled at the call's trip count
         self.containers, self.arguments, self.symbols = {}, [], []
         self.typed = set()          # transients whose dtype the code names (dtypes.py)
         self.complex_stored = set()     # the others holding complex values (dtypes.py)
@@ -411,11 +412,17 @@ class KernelBuilder(LoopLowering, CallLowering, ArrayLowering):
         if isinstance(stmt.value, ast.Lambda) and len(stmt.targets) == 1 and \
                 isinstance(first, ast.Name):
             return self._define(first.id, stmt.value)     # f = lambda x: ...
-        if more and not all(isinstance(t, (ast.Name, ast.Subscript)) for t in stmt.targets):
-            raise self.src.error(stmt, "a chained assignment `x = y = ...` assigns names or "
-                                       "subscripts (no tuples among its targets)")
-        if isinstance(first, (ast.Tuple, ast.List)):
-            return self._unpack(stmt, first.elts, stmt.value)
+        tuples = [t for t in stmt.targets if isinstance(t, (ast.Tuple, ast.List))]
+        if tuples and len(tuples) < len(stmt.targets):
+            raise self.src.error(stmt, "a chained assignment with a tuple among its targets "
+                                       "assigns tuples only (`a, b = c, d = ...`)")
+        if tuples:
+            return self._unpack(stmt, [t.elts for t in tuples], stmt.value)
+        for t in stmt.targets:
+            if more and not isinstance(t, (ast.Name, ast.Subscript)):
+                raise self.src.error(stmt, "a chained assignment `x = y = ...` assigns "
+                                           "names, subscripts or tuples of them; not "
+                                           f"`{ast.unparse(t)}`")
         return self._chain(stmt, stmt.targets)
 
     def _chain(self, stmt, targets):
@@ -438,16 +445,23 @@ class KernelBuilder(LoopLowering, CallLowering, ArrayLowering):
                 regions += self._assign(stmt, target, _as_load(source), None)
         return regions
 
-    def _unpack(self, stmt, targets, value):
-        """``a, b = b, a``, ``n, m = A.shape``, ``a, b = f(...)``: every value is evaluated,
-        into a hidden name, before the targets are assigned left to right (Python's order)."""
+    def _unpack(self, stmt, tuples, value):
+        """``a, b = b, a``, ``n, m = A.shape``, ``a, b = f(...)``, and chains of them
+        (``a, b = c, d = ...``: ``tuples`` holds each tuple's targets): every value is
+        evaluated once, into a hidden name, before the targets are assigned left to right
+        (Python's order)."""
+        targets = [t for elts in tuples for t in elts]
         if any(not isinstance(t, (ast.Name, ast.Subscript)) for t in targets):
             raise self.src.error(stmt, "unpack into names or subscripts (`a, b = ...`; no "
                                        "nesting or starred targets)")
+        if len({len(elts) for elts in tuples}) > 1:
+            raise self.src.error(stmt, f"`{_first_line(stmt)}` unpacks one value into tuples "
+                                       "of different lengths")
         if callee_of(self, value) is not None:
-            return unpack_call(self, stmt)               # a, b = other(...)
-        values = self._unpacked_values(stmt, value, len(targets))
-        known = [self._bind_static(stmt, [t], v) for t, v in zip(targets, values)]
+            return unpack_call(self, stmt, tuples)       # a, b = other(...)
+        values = self._unpacked_values(stmt, value, len(tuples[0]))
+        columns = list(zip(*tuples))                    # the targets each value goes to
+        known = [self._bind_static(stmt, list(col), v) for col, v in zip(columns, values)]
         if all(known):
             return []
         if any(known):
@@ -459,10 +473,10 @@ class KernelBuilder(LoopLowering, CallLowering, ArrayLowering):
                                               if isinstance(t, ast.Name))
                    if isinstance(b, DataValue) and not b.container.is_scalar}
         regions, results = [], []
-        for target, node in zip(targets, values):
-            if isinstance(target, ast.Name) and target.id in self.int_locals:
+        for col, node in zip(columns, values):
+            if any(isinstance(t, ast.Name) and t.id in self.int_locals for t in col):
                 ex = ExpressionBuilder(self, self.scope)
-                results.append(_Index(ex.index(node, f"integer local {target.id!r}")))
+                results.append(_Index(ex.index(node, f"integer local {col[0].id!r}")))
                 continue
             self._counter += 1
             name = f"__unpacked{self._counter}"
@@ -470,7 +484,9 @@ class KernelBuilder(LoopLowering, CallLowering, ArrayLowering):
             if result.kind == "view" and result.view.container.name in rebound:
                 more, result = store_value(self, stmt, node, name, keep_views=False)
             regions, results = regions + more, results + [result]
-        return regions + assign_results(self, stmt, targets, results)
+        for elts in tuples:
+            regions += assign_results(self, stmt, elts, results)
+        return regions
 
     def _unpacked_values(self, stmt, value, count):
         """The value nodes of ``targets = value``: a tuple's elements or ``A.shape[k]``."""
@@ -592,8 +608,10 @@ class KernelBuilder(LoopLowering, CallLowering, ArrayLowering):
 
     def _decided_branch(self, stmt):
         """The statements an ``if`` runs when its condition is known when compiling (an
-        integer condition of constants: a default, a module-level number), else None:
-        the branch not taken is never lowered, as Python never runs it."""
+        integer condition of constants: a default, a module-level number; or of sizes and
+        int arguments, as the call being compiled decides it), else None: the branch not
+        taken is never lowered, as Python never runs it (``if NR == NM:`` choosing
+        between shapes)."""
         if not isinstance(stmt, ast.If) or _guards_data(stmt.test, self.scope):
             return None
         ex = ExpressionBuilder(self, self.scope)
@@ -601,7 +619,13 @@ class KernelBuilder(LoopLowering, CallLowering, ArrayLowering):
             cond = ex.condition(stmt.test)
         except KernelSyntaxError:
             return None                 # _stmt_If reports it
-        if ex.reads or ex.prelude or cond not in (sp.true, sp.false):
+        if ex.reads or ex.prelude:
+            return None
+        if cond not in (sp.true, sp.false):
+            cond = ex.at_call(stmt.test, cond, lambda taken: (
+                f"`{ast.unparse(stmt.test)}` is {taken} at these sizes, as it was where "
+                "this specialisation was compiled"))
+        if cond is None:
             return None
         return list(stmt.body if cond is sp.true else stmt.orelse)
 
@@ -810,8 +834,19 @@ def _first_line(stmt):
 
 def parse(src, name, types, sizes=None) -> SDFG:
     """Lower the kernel's AST to an SDFG for the given argument types; ``sizes`` (symbol
-    name -> the call's value) decides what the types leave open (``ArrayLowering.unit``)."""
-    return KernelBuilder(src, name, types, sizes).build()
+    name -> the call's value) decides what the types leave open (``ArrayLowering.unit``).
+    A loop whose body binds a name to an array whose shape varies with the iteration
+    (``array_stores.temporary``: the error's ``unroll``) is lowered again from the start,
+    unrolled at the call's trip count where the sizes decide it (``loops.unrolled``)."""
+    unroll = frozenset()
+    while True:
+        try:
+            return KernelBuilder(src, name, types, sizes, unroll).build()
+        except KernelSyntaxError as exc:
+            more = getattr(exc, "unroll", frozenset()) - unroll
+            if not more:
+                raise
+            unroll |= more
 
 
 def _item(value, k):

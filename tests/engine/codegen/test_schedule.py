@@ -211,9 +211,10 @@ def test_the_helpers_are_written_once():
             definition = re.search(rf"\b{name}\([^)]*\)\s*(/\*.*?\*/)?\s*\{{", text, re.S)
             assert definition, (name, text[:80])
         assert helpers.PYTHON_SEMANTICS in text and helpers.CHECKED in text
-    body = helpers.arithmetic("Q", "Q ")
+    body = helpers.arithmetic("Q", "Q ", "Q ")
     assert body in c_backend.PREAMBLE.replace("static inline", "Q").replace(
-        helpers.C_POW, "Q ") and body in cuda_preamble.preamble(False).replace("SC_HD", "Q")
+        helpers.C_POW, "Q ").replace(helpers.C_IPOW, "Q ") and \
+        body in cuda_preamble.preamble(False).replace("SC_HD", "Q")
 
 
 def test_backends_derive_from_the_public_printer_base():
@@ -225,8 +226,9 @@ def test_backends_derive_from_the_public_printer_base():
 
 def test_the_index_helpers_match_python_without_overflow(tmp_path):
     """sc_mod, sc_floordiv and sc_check's sc_cmod against Python's % and // at the edges of
-    int64 (divisors beyond 2^62 included), compiled with UBSan where it is there: no
-    signed overflow on the way."""
+    int64 (divisors beyond 2^62 included), and sc_ipow and sc_cpow against ** (sc_cpow
+    flagging every power beyond int64, sc_ipow wrapping), compiled with UBSan where it is
+    there: no signed overflow on the way."""
     import shutil
     import subprocess
     import pytest
@@ -239,14 +241,18 @@ def test_the_index_helpers_match_python_without_overflow(tmp_path):
     rows = ",\n".join(f"{{{a}LL, {b}LL}}" if a != -big - 1 else f"{{INT64_MIN, {b}LL}}"
                       for a, b in pairs).replace(f"{-big - 1}LL", "INT64_MIN")
     source = (helpers.CONSTANTS + "#include <stdint.h>\n#include <stdio.h>\n#include <math.h>\n"
-              + helpers.arithmetic("static inline", helpers.C_POW)
+              + helpers.arithmetic("static inline", helpers.C_POW, helpers.C_IPOW)
               + "#define SC_VALUE static inline\n" + helpers.PYTHON_SEMANTICS + helpers.CHECKED
               + f"static const int64_t cases[][2] = {{\n{rows}\n}};\nint main(void) {{\n"
               "  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; ++k) {\n"
               "    volatile int64_t a = cases[k][0], b = cases[k][1]; int o = 0;\n"
               "    int64_t m = sc_cmod(a, b, &o);\n"
               "    printf(\"%lld %lld %lld %d\\n\", (long long)sc_mod(a, b),\n"
-              "           (long long)sc_floordiv(a, b), (long long)m, o);\n  }\n  return 0;\n}\n")
+              "           (long long)sc_floordiv(a, b), (long long)m, o);\n  }\n"
+              "  for (int64_t a = -3; a <= 3; ++a) for (int64_t b = 0; b <= 70; ++b) {\n"
+              "    int o = 0; int64_t p = sc_cpow(a, b, &o);\n"
+              "    printf(\"%lld %lld %d\\n\", (long long)sc_ipow(a, b), (long long)p, o);\n"
+              "  }\n  return 0;\n}\n")
     path = tmp_path / "helpers.c"
     path.write_text(source)
     flags = ["-O2", "-std=c99", "-fsanitize=undefined", "-fno-sanitize-recover=all"]
@@ -255,5 +261,12 @@ def test_the_index_helpers_match_python_without_overflow(tmp_path):
         flags = ["-O2", "-std=c99"]             # no UBSan here: the values still
         subprocess.run([cc, *flags, str(path), "-o", str(tmp_path / "h"), "-lm"], check=True)
     out = subprocess.run([str(tmp_path / "h")], capture_output=True, text=True, check=True)
-    for (a, b), line in zip(pairs, out.stdout.splitlines(), strict=True):
+    lines = out.stdout.splitlines()
+    for (a, b), line in zip(pairs, lines[:len(pairs)]):
         assert [int(v) for v in line.split()] == [a % b, a // b, a % b, 0], (a, b)
+    powers = [(a, b) for a in range(-3, 4) for b in range(71)]
+    for (a, b), line in zip(powers, lines[len(pairs):], strict=True):
+        wrapped = (a ** b + 2 ** 63) % 2 ** 64 - 2 ** 63
+        fits = -2 ** 63 <= a ** b < 2 ** 63
+        ipow, cpow, o = (int(v) for v in line.split())
+        assert ipow == wrapped and o == (not fits) and (cpow == a ** b or not fits), (a, b)

@@ -1,4 +1,4 @@
-"""Assignment forms: chained ``x = y = expr``, tuple assignment with Python's simultaneous
+"""Assignment forms: chained ``x = y = expr`` (tuples among the targets too), tuple assignment with Python's simultaneous
 semantics (``a, b = b, a``, ``A[i], A[j] = A[j], A[i]``, array names), ``n, m = A.shape``.
 
 Forward results against the kernels run as plain Python (bitwise: only + - * / here),
@@ -64,6 +64,20 @@ def chained_broadcast(A: float64[N], B: float64[N], x: float):
     return A + B * y
 
 
+def _pair(x):
+    return x * 2.0, x + 1.0
+
+
+def chained_tuples(A, B, x):
+    a, b = c, d = A[0] * x, B[1, 0] + x      # evaluated once, to each tuple
+    n, m = p, q = B.shape                     # integer aliases through both
+    s, t = u, v = _pair(x)                    # a call's results
+    A[0], A[1] = b, a = a, b                  # subscripts, then the names swapped
+    top, bottom = y, z = B[:2]                # rows
+    return a * c + b * d + n * m + p * q + s * t + u * v + A[n - 1] * B[0, q - 1] + \
+        top * z + bottom * y
+
+
 def lorenz63_rhs(x, sigma=10.0, rho=28.0, beta=8.0 / 3.0):      # DAPPER's style, unannotated
     x, y, z = x                    # an array's rows: numbers here (len(x) == 3 per call)
     return np.array([sigma * (y - x), rho * x - y - x * z, x * y - beta * z]) * 1.0
@@ -84,9 +98,10 @@ CASES = [
     (ping_pong, lambda rng: (rng.random(6), 4)),
     (views, lambda rng: (rng.random(5),)),
     (chained_broadcast, lambda rng: (rng.random(5), rng.random(5), 0.6)),
+    (kernel(chained_tuples), lambda rng: (rng.random(4), rng.random((3, 2)), 0.3)),
 ]
 IDS = ["lorenz63_rhs", "rows", "chained", "swaps", "ping_pong_odd", "ping_pong_even", "views",
-       "chained_broadcast"]
+       "chained_broadcast", "chained_tuples"]
 
 
 def _outputs(k, args):
@@ -132,12 +147,30 @@ def _rank(A: float64[N, M]):
     return A[0, 0] * 1.0
 
 
+def _tuple_and_name(A: float64[N]):
+    t = a, b = A[0], A[1]
+    return a + b
+
+
+def _lengths(A: float64[N]):
+    a, b = c, d, e = A[0], A[1], A[2]
+    return a + b
+
+
+def _attribute(A: float64[N]):
+    A.shape = B.shape = N
+    return A
+
+
 @pytest.mark.parametrize("func, message", [
     (_starred, "no nesting or starred targets"),
+    (_tuple_and_name, "assigns tuples only"),
+    (_lengths, "unpacks one value into tuples of different lengths"),
+    (_attribute, "names, subscripts or tuples of them; not `A.shape`"),
     (_nested, "no nesting or starred targets"),
     (_count, "unpacks 3 values into 2 names"),
     (_rank, "unpacks 2 values into 3 names"),
-], ids=["starred", "nested", "count", "rank"])
+], ids=["starred", "tuple_and_name", "lengths", "attribute", "nested", "count", "rank"])
 def test_other_forms_are_refused_naming_the_line(func, message):
     shape = (3, 3) if "M" in str(func.__annotations__["A"]) else (3,)
     with pytest.raises(KernelSyntaxError, match=message) as info:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from adjoint import AdjointError, float64, grad, jvp, kernel, options, symbol, vjp
-from kernel_testing import fd_directional
+from kernel_testing import check_vjp_and_jvp, fd_directional
 
 N = symbol("N")
 
@@ -215,3 +215,50 @@ def test_decisions_on_data_in_loops_assign_by_selects():
     y, want = np.ones(9), np.ones(9)
     assert gather_positive(x, y) == pytest.approx(gather_positive.py_func(x, want), rel=1e-14)
     np.testing.assert_array_equal(y, want)
+
+
+# ------------------------------------------------ branches on sizes, decided per call
+
+def shape_by_sizes(n, m, H, B, z):
+    """``if n == m`` choosing between shapes: the branch the call's sizes do not take is
+    never lowered (its ``X`` would be (n, n) where the other's is (n, B.shape[1]))."""
+    A = np.zeros((n, n))
+    for k in range(H.shape[0]):
+        A += z ** k * H[k]
+    if n == m:
+        X = np.linalg.inv(A)
+    elif n > 2 * m:
+        X = A[:, :m] * 0.5
+    else:
+        X = np.linalg.solve(A, B)
+    out = np.zeros((n, m))
+    for i in range(n):
+        if i < m:                       # a loop variable: lowered as a branch, as before
+            out[i] = X[i] * z
+    return out
+
+
+def _shape_by_sizes_args(rng, n, m):
+    H = rng.random((3, n, n)) + 4.0 * np.eye(n)
+    return n, m, H, rng.random((n, m)), 0.7
+
+
+def test_branches_on_sizes_are_decided_per_call():
+    """Each call runs the branch its sizes take, equal to Python's; a call whose sizes
+    decide otherwise gets a specialisation of its own, and one that decides as an
+    earlier call reuses that one."""
+    k = kernel(shape_by_sizes)
+    rng = np.random.default_rng(4)
+    for n, m, count in [(3, 5, 1), (4, 4, 2), (6, 2, 3), (5, 7, 3)]:
+        args = _shape_by_sizes_args(rng, n, m)
+        np.testing.assert_allclose(k(*args), shape_by_sizes(*args), rtol=1e-12, atol=1e-13)
+        assert len(k.specializations) == count
+    spec, _, _ = k.bound(_shape_by_sizes_args(rng, 3, 5))
+    assert any("`n == m` is False at these sizes" in c.message for c in spec.forward.checks)
+
+
+@pytest.mark.parametrize("n, m", [(3, 5), (4, 4)], ids=["solve", "inv"])
+def test_branches_on_sizes_gradients(n, m):
+    rng = np.random.default_rng(5)
+    check_vjp_and_jvp(kernel(shape_by_sizes), shape_by_sizes,
+                      _shape_by_sizes_args(rng, n, m), rng)

@@ -122,6 +122,12 @@ def columns(u: float64[N, M], dt: float):
 
 
 @kernel
+def repeats(x: float64[N], A: float64[N, M], r: int):
+    wide = np.repeat(A, r, axis=1) * np.repeat(x, M * r).reshape(N, M * r)   # an int argument
+    return wide + np.repeat(A[:, :1], 2 * r, axis=-1), np.repeat(A, 2) * 0.5  # none: flattened
+
+
+@kernel
 def trimmed(x: float64[N], w: float64[N]):
     k = 0
     v = np.asarray(x)               # x itself: writes through v reach it
@@ -162,13 +168,14 @@ CASES = [
                                   rng.standard_normal(5))),
     (columns, lambda rng: (rng.standard_normal((4, 3)), 0.3)),
     (trimmed, lambda rng: (rng.standard_normal(6), rng.standard_normal(6))),
+    (repeats, lambda rng: (rng.standard_normal(3), rng.standard_normal((3, 2)), 3)),
     (masked, lambda rng: (rng.standard_normal(6), rng.standard_normal(6), rng.random(6) > 0.5)),
     (relax_kernel, lambda rng: (rng.standard_normal(7),)),
     (relax_kernel, lambda rng: (rng.standard_normal(7), 0.7, 3, False)),
 ]
 IDS = ["roll_stencil", "roll_shifts", "scans", "diff", "triangles", "joins", "ranges",
-       "outer", "ndarray_keywords", "slice_none", "bool_mask_argument", "defaults",
-       "defaults_given"]
+       "outer", "ndarray_keywords", "slice_none", "repeat", "bool_mask_argument",
+       "defaults", "defaults_given"]
 SUMS = {"ranges", "ndarray_keywords", "slice_none", "roll_shifts"}   # within rounding
 
 
