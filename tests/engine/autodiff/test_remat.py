@@ -5,6 +5,7 @@ import numpy as np
 
 from adjoint import float64, kernel, symbol
 from adjoint.corpus.arrays import CASES_BY_NAME
+from adjoint.sdfg.nodes import tasklets
 from test_records import check_fd, pushed
 from kernel_testing import rng_for
 
@@ -155,3 +156,28 @@ def test_a_temporary_whose_input_the_map_overwrites_is_not_recomputed():
     args = (rng.random(9) + 0.5, rng.random(9) + 0.5)
     check_fd(map_overwrites_an_input, args, ("a", "b"))
     assert _gradient_shapes(map_overwrites_an_input, args, ("a", "b"))["t"] != ()
+
+
+@kernel
+def stencil_temporary(a: float64[N], b: float64[N]) -> float:
+    d = a[1:] - a[:-1]               # a read at two elements per point
+    return np.sum(d * d * b[1:])
+
+
+def test_a_stencil_map_is_left_to_the_gather():
+    """The reverse of a map reading ``a`` at two elements scatters into ``a``'s adjoint,
+    and autodiff/gather rewrites it tasklet by tasklet into gathers; a re-run tasklet
+    among them would keep it a scatter, so ``d`` is read back, not recomputed (the
+    pointwise chain re-runs ``t1``'s writer once)."""
+    rng = rng_for("remat-points-stencil")
+    args = (rng.random(12) + 0.5, rng.random(12) + 0.5)
+    check_fd(stencil_temporary, args, ("a", "b"))
+    assert _reverse_writes(stencil_temporary, args, ("a", "b"), "d") == 0
+    assert _reverse_writes(pointwise_chain, (args[0], args[1], 0.7), ("a", "b", "c"), "t1") == 1
+
+
+def _reverse_writes(k, args, wrt, name):
+    """How many tasklets of the reverse sweep write ``name`` (re-runs of its writer)."""
+    adj = k.specialize(args).backward(frozenset(wrt), frozenset({"__return"})).adjoint
+    return sum(any(m.data == name for m, _ in t.outputs)
+               for r in adj.regions for t, _, _ in tasklets(r.reverse.body))
