@@ -137,7 +137,8 @@ def _point_chain(scope, body, readers, excluded, containers, kept):
     writer, subset, first = {}, {}, {}
     for t in scope.body:
         for a in node_accesses(t):
-            if a.data in excluded or not containers[a.data].transient or containers[a.data].dtype.kind != "f":
+            c = containers[a.data]
+            if a.data in excluded or not c.transient or c.dtype.kind != "f":
                 continue
             subset.setdefault(a.data, set()).add(a.subset)
             first.setdefault(a.data, a.kind)

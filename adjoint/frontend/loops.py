@@ -354,9 +354,10 @@ def _at_call_value(ex, node, n):
     """The integer ``n`` (of sizes) at the call being compiled, a decision of the
     specialisation (``at_call``); ``n`` itself where the sizes do not decide it."""
     value = ex.call_value(n)
-    decided = value is not None and value.is_Integer and ex.at_call(node, sp.Eq(n, value), lambda _: (
-        f"`{ast.unparse(node)}` runs with {n} = {value} where this specialisation was "
-        "compiled (its loop unrolled), not at these sizes")) is sp.true
+    decided = value is not None and value.is_Integer and ex.at_call(
+        node, sp.Eq(n, value), lambda _: (
+            f"`{ast.unparse(node)}` runs with {n} = {value} where this specialisation was "
+            "compiled (its loop unrolled), not at these sizes")) is sp.true
     return value if decided else n
 
 

@@ -108,7 +108,7 @@ class Call:
 
     def tangent(self, operands, tangents):
         """The outputs' tangents for ``tangents`` of the floating operands (in order)."""
-        given = {self.names[p]: _number_or_array(t, self.kinds[p])
+        given = {self.names[p]: _CONVERT.get(self.kinds[p], _array)(t)
                  for p, t in zip(self.floating, tangents)}
         _, dots = jvp(self.kernel, self.arguments(operands), given)
         return self._leaves(dots["return"] if self.returns else None) + \
@@ -162,10 +162,6 @@ def _copy(value):
 
 
 _CONVERT = {"int": int, "float": float}
-
-
-def _number_or_array(value, kind):
-    return float(value) if kind == "float" else np.asarray(value)
 
 
 def _dtype(value):
