@@ -137,7 +137,10 @@ static inline int64_t sc_ctrip(int64_t a, int64_t b, int64_t s, int *o)
 # exp, expm1 and tanh of the option vector_math (printer.vector_math; both preambles hold
 # them while it is on): no calls and no branches, so loops over them vectorise; + - * /
 # and bit operations only (FMA is off in both backends' flags), so every machine, thread
-# count and vector width computes the same bits. Within 1, 2 and 3 ulps of glibc's
+# count and vector width computes the same bits. Out-of-range arguments are not clamped
+# but their results selected by bit masks (sc_select) after the computation: GCC sank
+# the computation into the in-range branch of a ternary (or folded it for a clamped
+# constant), and without AVX-512's masks, under -ftrapping-math, left such loops scalar. Within 1, 2 and 3 ulps of glibc's
 # (tests/engine/codegen/test_vector_math.py); inf, nan, -0.0, overflow to inf and
 # underflow through the subnormals as glibc has them.
 VECTOR_MATH = r"""SC_VALUE double sc_asdouble(uint64_t u) { double d; memcpy(&d, &u, sizeof d); return d; }
@@ -163,30 +166,35 @@ SC_VALUE double sc_exp_reduce(double x, uint64_t *ki)
 }
 /* 2^k from the bits of k + 2^51 (-1022 <= k <= 1023): shifting drops the 2^51 */
 SC_VALUE double sc_pow2(uint64_t ki) { return sc_asdouble((ki + 1023) << 52); }
+/* c ? a : b with both computed: a mask, no branch for the compiler to make */
+SC_VALUE double sc_select(int c, double a, double b)
+{ uint64_t m = -(uint64_t)c; return sc_asdouble((sc_asuint(a) & m) | (sc_asuint(b) & ~m)); }
 SC_VALUE double sc_exp(double x)
 {
     uint64_t ki;
-    double q = sc_exp_reduce(x < -746.0 ? -746.0 : (x > 710.0 ? 710.0 : x), &ki);
+    double q = sc_exp_reduce(x, &ki);
     /* 2^k as 2^(k - k/2) 2^(k/2) (k/2 rounded down), each normal for k in [-1076, 1024]:
        the first product is exact and the second rounds once, also into subnormals */
-    return ((1.0 + q) * sc_pow2(ki - (ki >> 1))) * sc_pow2(ki >> 1);
+    double e = ((1.0 + q) * sc_pow2(ki - (ki >> 1))) * sc_pow2(ki >> 1);
+    return sc_select(x < -746.0, 0.0, sc_select(x > 710.0, HUGE_VAL, e));
 }
 SC_VALUE double sc_expm1(double x)
 {
     uint64_t ki;
-    double xc = x < -60.0 ? -60.0 : (x > 710.0 ? 710.0 : x);  /* expm1(-60) rounds to -1 */
-    double q = sc_exp_reduce(xc, &ki), s = sc_pow2(ki);
+    double q = sc_exp_reduce(x, &ki), s = sc_pow2(ki);
     double big = ((1.0 + q) * sc_pow2(ki - (ki >> 1))) * sc_pow2(ki >> 1) - 1.0;
     double em = s * q + (s - 1.0);                      /* 2^k (1 + q) - 1, k <= 1023 */
-    return x == 0.0 ? x : (xc > 37.0 ? big : em);       /* -0.0 stays; beyond 2^53: big */
+    /* -0.0 stays; beyond 2^53: big; below -60 (expm1(-60) rounds to -1) and beyond 710 */
+    double in = sc_select(x == 0.0, x, sc_select(x > 37.0, big, em));
+    return sc_select(x < -60.0, -1.0, sc_select(x > 710.0, HUGE_VAL, in));
 }
-/* tanh(|x|) = expm1(2|x|) / (expm1(2|x|) + 2), with tanh(22) rounding to 1 */
+/* tanh(|x|) = expm1(2|x|) / (expm1(2|x|) + 2), rounding to 1 from |x| = 22 on */
 SC_VALUE double sc_tanh(double x)
 {
     uint64_t ki;
     double a = fabs(x);
-    double q = sc_exp_reduce(2.0 * (a > 22.0 ? 22.0 : a), &ki), s = sc_pow2(ki);
+    double q = sc_exp_reduce(2.0 * a, &ki), s = sc_pow2(ki);
     double em = s * q + (s - 1.0);
-    return copysign(em / (em + 2.0), x);
+    return copysign(sc_select(a > 22.0, 1.0, em / (em + 2.0)), x);
 }
 """

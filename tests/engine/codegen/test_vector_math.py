@@ -10,6 +10,8 @@ library's functions, bitwise Python's.
 """
 import ctypes
 import ctypes.util
+import re
+import subprocess
 
 import numpy as np
 import pytest
@@ -108,6 +110,39 @@ def test_the_generated_c_calls_the_engines_functions_only_with_the_option(monkey
         assert all(calls.values()) if on else not any(calls.values()), calls
     want = run(x)                               # off: bitwise NumPy's (glibc) loops
     assert not mismatches(want["tanh"], libm("tanh", x))
+
+
+def _vectorised_loops(source, tmp_path):
+    """Lines of the loops GCC vectorises in ``source`` built for AVX2 without AVX-512
+    (haswell: AVX-512's masks vectorised the helpers' branches where AVX2 could not)."""
+    path = tmp_path / "vector_math.c"
+    path.write_text(source)
+    flags = [f for f in options.cflags if not f.startswith("-march=")]
+    done = subprocess.run([options.compiler, *flags, "-march=haswell", "-fPIC", "-c",
+                           "-fopt-info-vec-optimized", str(path), "-o", str(tmp_path / "o.o")],
+                          capture_output=True, text=True)
+    version = subprocess.run([options.compiler, "--version"], capture_output=True, text=True)
+    if done.returncode != 0 or "Free Software Foundation" not in version.stdout:
+        pytest.skip("needs GCC's -fopt-info")
+    return {int(m) for m in re.findall(r":(\d+):\d+: optimized: loop vectorized", done.stderr)}
+
+
+@pytest.mark.c_source
+def test_loops_over_the_functions_vectorise_without_avx512(vector_math, tmp_path):
+    x = np.linspace(-3.0, 3.0, 64)
+    spec = functions.specialize((x, *[np.zeros(64)] * 3))
+    g = grad(loss, "x")
+    g(x)
+    for source in (spec.forward.source,
+                   *[b.source for s in loss.specializations for b in s._backward.values()]):
+        lines = source.splitlines()
+        vectorised = _vectorised_loops(source, tmp_path)
+        calls = [k for k, line in enumerate(lines, 1)
+                 if re.search(r"[=*(] *sc_(exp|expm1|tanh)\(c_", line)]
+        assert calls
+        for k in calls:     # GCC places the innermost loop around it on a line up to it
+            loop = max(j for j in range(1, k) if "for (" in lines[j - 1])
+            assert vectorised & set(range(loop, k + 1)), (lines[k - 1].strip(), loop)
 
 
 def _fd(f, x, d, h=1e-4):
