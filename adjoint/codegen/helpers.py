@@ -169,6 +169,9 @@ SC_VALUE double sc_pow2(uint64_t ki) { return sc_asdouble((ki + 1023) << 52); }
 /* c ? a : b with both computed: a mask, no branch for the compiler to make */
 SC_VALUE double sc_select(int c, double a, double b)
 { uint64_t m = -(uint64_t)c; return sc_asdouble((sc_asuint(a) & m) | (sc_asuint(b) & ~m)); }
+/* inf from its bits (math.h's HUGE_VAL is the host compiler's builtin, which CUDA's
+   device code may not take) */
+SC_VALUE double sc_inf(void) { return sc_asdouble(0x7ff0000000000000ULL); }
 SC_VALUE double sc_exp(double x)
 {
     uint64_t ki;
@@ -176,7 +179,7 @@ SC_VALUE double sc_exp(double x)
     /* 2^k as 2^(k - k/2) 2^(k/2) (k/2 rounded down), each normal for k in [-1076, 1024]:
        the first product is exact and the second rounds once, also into subnormals */
     double e = ((1.0 + q) * sc_pow2(ki - (ki >> 1))) * sc_pow2(ki >> 1);
-    return sc_select(x < -746.0, 0.0, sc_select(x > 710.0, HUGE_VAL, e));
+    return sc_select(x < -746.0, 0.0, sc_select(x > 710.0, sc_inf(), e));
 }
 SC_VALUE double sc_expm1(double x)
 {
@@ -186,7 +189,7 @@ SC_VALUE double sc_expm1(double x)
     double em = s * q + (s - 1.0);                      /* 2^k (1 + q) - 1, k <= 1023 */
     /* -0.0 stays; beyond 2^53: big; below -60 (expm1(-60) rounds to -1) and beyond 710 */
     double in = sc_select(x == 0.0, x, sc_select(x > 37.0, big, em));
-    return sc_select(x < -60.0, -1.0, sc_select(x > 710.0, HUGE_VAL, in));
+    return sc_select(x < -60.0, -1.0, sc_select(x > 710.0, sc_inf(), in));
 }
 /* tanh(|x|) = expm1(2|x|) / (expm1(2|x|) + 2), rounding to 1 from |x| = 22 on */
 SC_VALUE double sc_tanh(double x)
