@@ -1,11 +1,20 @@
 """Matrix products written as loops become MatMul library nodes (BLAS gemm).
 
-A nest of three counted loops over the whole of each dimension whose only statement is
-``C[i, j] += s * A[i, k] * B[k, j]`` (any loop order; ``A[k, i]``, ``B[j, k]`` for
-transposes; ``s`` a product of scalars and constants, possibly absent) computes
-``C += s * (A @ B)``: it becomes ``C += A @ B`` as one MatMul or, with a factor, the
-product into a new transient and a map adding ``s`` times it to ``C`` (so the adjoint
-needs no rule beyond those of MatMul and tasklets). BLAS sums over ``k`` in another
+A *summation* is a counted loop over ``k`` around a perfect nest (loops, a map at the
+bottom) whose one statement adds ``s * A[i, k] * B[k, j]`` (or a sum of such terms;
+``A[k, i]``, ``B[j, k]`` transposed; ``s`` a product of scalars and constants) to an
+element free of k -- ``C[i, j] += ...``, an accumulator ``acc += ...`` --
+or a map over ``k`` summing such a term (``np.sum(a[:, i] * b[:, j])``). When k runs over
+the whole summed dimension, i and j over a rectangle or a triangle of the product (each
+bound a number, the size or another loop's variable, plus a number), and the outermost
+loop of i, j and k (the one the rewrite starts from) writes neither operand, the
+products are computed before that loop, one transient ``P`` per scale by MatMuls (two
+for ``A B^T + B A^T``), and the summation becomes the statement adding ``s * P[i, j]``
+where it added the sum: the loops around it (the triangle, ``X[i, j] = f(acc)``) stay
+as written, reading P. The product over the whole rectangle costs up to twice a
+triangle's flops but runs at BLAS's speed; the adjoint needs no rule beyond those of
+MatMul and tasklets. Where the loop nest is nothing but ``C[i, j] += A @ B``'s terms
+over whole dimensions, the MatMuls add into C itself. BLAS sums over ``k`` in another
 order than the loop: the results agree to rounding.
 
 Before matching, a loop whose iterations each touch their own elements of everything
@@ -14,22 +23,22 @@ distributed, statement by statement, into loops of their own, when that exposes 
 product; any other nest is left as written.
 """
 from dataclasses import replace
+from typing import NamedTuple
 
 import numpy as np
 import sympy as sp
 
-from ..sdfg.arithmetic import factors_of
+from ..sdfg.arithmetic import factors_of, terms_of
 from ..library.matmul import MatMul
 from ..library.matvec import MatVecPair
 from ..sdfg.nodes import (Container, LoopRegion, MapScope, Memlet, Sequence, State,
-                          Tasklet, every_element, index_loads, self_update, walk)
-from ..sdfg.visit import Transformer, flattened
+                          Tasklet, index_loads, self_update, walk)
+from ..sdfg.visit import Transformer, flattened, leaves
 from .dependence import READ, Scope, accesses, counted
 
 
 def products(sdfg):
-    """The SDFG with every loop nest computing a matrix product over whole containers
-    replaced by MatMul nodes."""
+    """The SDFG with the matrix products its loop nests sum computed by MatMul nodes."""
     rewrite = _Products(dict(sdfg.containers))
     body = rewrite.region(sdfg.body)
     return sdfg.replace(body=body, containers=rewrite.containers)
@@ -81,39 +90,129 @@ def _pairs(first, second, between):
 class _Products(Transformer):
     def __init__(self, containers):
         super().__init__()
-        self.containers = containers    # grows by the transients of scaled products
+        self.containers = containers    # grows by the products' transients
 
     def loop(self, loop):
-        """The regions replacing ``loop``: its distributed pieces, products as MatMuls,
-        when one is a product; else the loop with its body rewritten."""
+        """The regions replacing ``loop``: its distributed pieces, each with its summations
+        hoisted out as products, when one has any; else the loop with its body rewritten."""
         pieces = _distributed(loop)
-        matches = [_match(piece, self.containers) for piece in pieces]
-        if not any(matches):
+        hoisted = [self.hoisted(piece) for piece in pieces]
+        if not any(hoisted):
             return [super().loop(loop)]
-        return [piece if match is None else State(self.matmul(**match), f"matmul_{loop.line}")
-                for piece, match in zip(pieces, matches)]
+        return [region for piece, regions in zip(pieces, hoisted)
+                for region in (regions or [piece])]
 
-    def matmul(self, out, a, b, trans_a, trans_b, scale, scalars, own, product, line):
-        """``out += scale * op(a) @ op(b)`` as library nodes."""
-        dims = {name: self.containers[name].shape for name in (out, a, b)}
-        if scale == 1:
-            return (MatMul(out, dims[out], a, dims[a], b, dims[b], trans_a, trans_b, True,
-                           line),)
-        p = self._transient(dims[out])
+    def hoisted(self, loop):
+        """[a state of MatMuls, ``loop`` reading their products] for the summations of
+        ``loop`` (see _Summations), only the MatMuls where they add into a whole matrix
+        all ``loop`` does; None when there is none."""
+        label = f"matmul_{loop.line}"
+        direct = _accumulated(loop, self.containers)
+        if direct is not None:
+            return [State(direct, label)]
+        sums = _Summations(loop, self)
+        residual = sums.region(loop)
+        if not sums.nodes:
+            return None
+        rest = self.region(residual)
+        return [State(tuple(sums.nodes), label), *(rest if isinstance(rest, list) else [rest])]
 
-        def add(m):
-            inputs = scalars + ((product, Memlet(p, m.subset)), (own, m))
-            return (Tasklet(inputs, ((m, own + scale * product),), line),)
-        return (MatMul(p, dims[out], a, dims[a], b, dims[b], trans_a, trans_b, False, line),
-                *every_element(self.containers[out], add, line))
-
-    def _transient(self, shape):
+    def transient(self, shape):
         n = 1
         while f"__product{n}" in self.containers:
             n += 1
         c = Container(f"__product{n}", np.dtype(np.float64), shape, True)
         self.containers[c.name] = c
         return c.name
+
+
+class _Summations(Transformer):
+    """One loop with each summation in it (see _match) whose loops all lie in it, the loop
+    one of them, replaced by a read of its products, computed by the MatMuls ``nodes``
+    before the loop: the loop writes none of their operands, so they see the values each
+    iteration would have read."""
+
+    def __init__(self, loop, products):
+        super().__init__()
+        self.products = products
+        self.written = set(Scope(loop).written)
+        self.nodes = []
+
+    def loop(self, loop):
+        """A loop over the summed index around a perfect nest: the nest without it."""
+        nest = _perfect_nest(loop)
+        found = nest and _match((*self.loops, *nest[0]), loop.var, nest[1],
+                                self.products.containers, self.written)
+        if not found:
+            return super().loop(loop)
+        return _replaced(loop.body, self.reading(found))
+
+    def node(self, node):
+        """A map summing over one index (``np.sum(a[:, i] * b[:, j])``): one tasklet."""
+        if isinstance(node, MapScope) and len(node.params) == 1 and len(node.body) == 1:
+            (levels, t), = leaves(node)
+            found = isinstance(t, Tasklet) and _match(
+                (*self.loops, *levels), node.params[0], t, self.products.containers,
+                self.written)
+            if found:
+                return self.reading(found)
+        return node
+
+    def reading(self, found):
+        """The summation's tasklet adding its products, one per scale, to what it sums
+        into; their MatMuls joining ``nodes``."""
+        t, added, reads = found.tasklet, [], []
+        for scale, terms in found.groups:
+            p = self.products.transient(found.dims)
+            self.nodes += [_matmul(p, found.dims, term, n > 0, self.products.containers, t.line)
+                           for n, term in enumerate(terms)]
+            connector = terms[0].connector      # the first term's first factor now reads p
+            added.append(scale * connector)
+            reads.append((connector, Memlet(p, (found.rows, found.cols))))
+        value = sp.Add(*added) if found.own is None else found.own + sp.Add(*added)
+        inputs = tuple((c, m) for c, m in t.inputs
+                       if c in value.free_symbols and c not in dict(reads))
+        (out, _), = t.outputs
+        return Tasklet(inputs + tuple(reads), ((out, value),), t.line)
+
+
+def _matmul(out, dims, term, accumulate, containers, line):
+    """``out (+)= op(a) @ op(b)`` for a term of a summation."""
+    a, b = term.a.data, term.b.data
+    return MatMul(out, dims, a, containers[a].shape, b, containers[b].shape, term.trans_a,
+                  term.trans_b, accumulate, line)
+
+
+def _replaced(region, tasklet):
+    """A perfect nest (see _perfect_nest) with ``tasklet`` in place of its own."""
+    if isinstance(region, LoopRegion):
+        return replace(region, body=_replaced(region.body, tasklet))
+    if isinstance(region, Sequence):
+        return Sequence(tuple(_replaced(e, tasklet) for e in flattened(region)))
+    node, = region.nodes
+    return replace(region, nodes=(replace(node, body=(tasklet,))
+                                  if isinstance(node, MapScope) else tasklet,))
+
+
+def _accumulated(loop, containers):
+    """MatMuls adding straight into a matrix when ``loop`` is three perfectly nested loops
+    over whole dimensions adding an unscaled sum of products to each element once
+    (``C[i, j] += A[i, k] * B[k, j]``, any loop order), else None."""
+    nest = _perfect_nest(loop)
+    if nest is None or len(nest[0]) != 3:
+        return None
+    levels, t = nest
+    (out, _), = t.outputs
+    summed = [lp.var for lp in levels if lp.var not in out.subset]
+    found = len(summed) == 1 and _match(levels, summed[0], t, containers, {out.data})
+    if not found or found.own is None or len(found.groups) != 1 or \
+            found.groups[0][0] != 1 or tuple(out.subset) != (found.rows, found.cols):
+        return None
+    terms = found.groups[0][1]
+    if not all(_whole(levels, (out, term.a, term.b), containers) for term in terms):
+        return None
+    return tuple(_matmul(out.data, containers[out.data].shape, term, True, containers, t.line)
+                 for term in terms)
 
 
 def _distributed(loop):
@@ -155,62 +254,130 @@ def _indexed_by(var, subsets):
     return any(all(len(s) == rank and s[d] == var for s in subsets) for d in range(rank))
 
 
-def _match(loop, containers):
-    """The product ``loop`` computes, as :meth:`_Products.matmul`'s arguments, or None."""
-    nest = _perfect_nest(loop, 3)
-    if nest is None:
-        return None
-    loops, t = nest
-    update = _scaled_product(t, containers)
+class _Term(NamedTuple):
+    """``op(a) @ op(b)`` in a summation: ``connector`` reads its first factor."""
+    connector: sp.Symbol
+    a: Memlet
+    b: Memlet
+    trans_a: bool
+    trans_b: bool
+
+
+class _Summation(NamedTuple):
+    """A tasklet adding products to what it writes: ``own`` reads its old value (None
+    where it sums into its output); the products are ``rows`` x ``cols`` (loop
+    variables) of ``dims``, grouped as ``(scale, terms)``, one product per scale."""
+    tasklet: Tasklet
+    own: object
+    rows: sp.Symbol
+    cols: sp.Symbol
+    dims: tuple
+    groups: tuple
+
+
+def _match(chain, k, t, containers, written):
+    """The products the tasklet ``t`` sums over the loop variable ``k`` inside the loops
+    ``chain`` (outermost first, map parameters as loops), as a _Summation -- t
+    ``x += s * A[i, k] * B[k, j]`` or a sum of such terms (``A[k, i]``, ``B[j, k]``:
+    transposed; ``s`` a product of scalars and constants; x free of k). Only where k runs over the whole summed
+    dimension, i and j over a rectangle or a triangle of the product, ``chain``'s first loop
+    is over one of the three, the loops inside k's do not depend on it and ``written``
+    holds no operand; else None."""
+    update = _summing(t)
     if update is None:
         return None
-    own, scale, scalars, factors = update
+    own, rest = update
     (out, _), = t.outputs
-    reads = t.connector_memlets()
-    roles = _operands(out, [reads[f] for f in factors], {lp.var for lp in loops})
-    if roles is None:
+    levels = {lp.var: lp for lp in chain}
+    if k not in levels or any(k in sp.sympify(e).free_symbols for e in out.subset):
         return None
-    a, b, trans_a, trans_b = roles
-    names = (out.data, a.data, b.data)
-    if len(set(names)) != 3 or any(containers[n].dtype != np.float64 for n in names) or \
-            not _whole(loops, (out, a, b), containers):
+    order = [lp.var for lp in chain]
+    terms = [_product(term, t, k, order, containers) for term in terms_of(rest)]
+    if None in terms or len({(i, j) for _, _, (i, j), _ in terms}) != 1:
         return None
-    product = next(f for f in factors if reads[f] == a)
-    return dict(out=out.data, a=a.data, b=b.data, trans_a=trans_a, trans_b=trans_b,
-                scale=scale, scalars=scalars, own=own, product=product, line=t.line)
+    rows, cols = terms[0][2]
+    dims, sizes = {dims for _, _, _, (dims, _) in terms}, {n for _, _, _, (_, n) in terms}
+    if len(dims) != 1 or len(sizes) != 1 or chain[0].var not in (rows, cols, k):
+        return None
+    (dims,), (n,) = dims, sizes
+    inner = chain[order.index(k) + 1:]
+    operands = {m.data for _, term, _, _ in terms for m in (term.a, term.b)}
+    if not _summed_whole(levels[k], n) or \
+            not all(_spans(levels[v], size, order) for v, size in zip((rows, cols), dims)) or \
+            any(k in sp.sympify(x).free_symbols for lp in inner
+                for x in (lp.start, lp.stop, lp.step)) or \
+            operands & (written | {out.data}) or \
+            any(containers[name].dtype != np.float64 for name in operands):
+        return None
+    groups = {}
+    for scale, term, _, _ in terms:
+        groups.setdefault(scale, []).append(term)
+    return _Summation(t, own, rows, cols, dims,
+                      tuple((scale, tuple(group)) for scale, group in groups.items()))
 
 
-def _scaled_product(t, containers):
-    """(connector of the old value, scale, its (connector, memlet) inputs, the two
-    connectors reading matrices) for a tasklet ``x = x + scale * X * Y`` whose scale
-    reads only scalar containers; else None."""
+def _summing(t):
+    """(connector of the old value, the value added) for a tasklet ``x = x + f``, (None,
+    f) for one summing f into its one output; else None."""
+    if len(t.outputs) == 1 and t.outputs[0][0].wcr == "sum":
+        return None, t.outputs[0][1]
     update = self_update(t)
-    if update is None or update[0] != "sum" or not isinstance(update[2], sp.Mul):
+    if update is None or update[0] != "sum":
         return None
-    _, own, rest = update
+    return update[1], update[2]
+
+
+def _product(term, t, k, order, containers):
+    """(scale, its _Term, (i, j), ((rows, cols), summed size)) for a term ``scale * A[i, k] * B[k, j]`` (A or B
+    transposed) of ``t``'s value, i and j distinct variables of ``order``, i the first
+    there, the scale reading only scalar containers; else None."""
     reads = t.connector_memlets()
-    args = factors_of(rest)             # BLAS sums in its own order: within rounding
+    args = factors_of(term)             # BLAS sums in its own order: within rounding
     factors = [f for f in args if f in reads and len(reads[f].subset) == 2]
     scale = sp.Mul(*[f for f in args if f not in factors])
-    scalars = tuple((c, m) for c, m in t.inputs if c in scale.free_symbols)
-    if len(factors) != 2 or scale.free_symbols != {c for c, _ in scalars} or \
-            any(containers[m.data].shape for _, m in scalars):
+    scalars = {c for c, m in t.inputs if c in scale.free_symbols}
+    if len(factors) != 2 or scale.free_symbols != scalars or \
+            any(containers[reads[c].data].shape for c in scalars):
         return None
-    return own, scale, scalars, factors
+    sides = [_side(reads[f].subset, k) for f in factors]
+    if None in sides or not all(v in order for v, _ in sides) or sides[0][0] == sides[1][0]:
+        return None
+    if order.index(sides[0][0]) > order.index(sides[1][0]):
+        factors, sides = factors[::-1], sides[::-1]
+    (i, a_first), (j, b_first) = sides
+    (a, b), shapes = (reads[f] for f in factors), [containers[reads[f].data].shape
+                                                   for f in factors]
+    dims = (shapes[0][1 if a_first else 0], shapes[1][1 if b_first else 0])
+    summed = {shapes[0][0 if a_first else 1], shapes[1][0 if b_first else 1]}
+    if len(summed) != 1:
+        return None
+    return scale, _Term(factors[0], a, b, a_first, not b_first), (i, j), (dims, summed.pop())
 
 
-def _operands(out, factors, loop_vars):
-    """(a, b, trans_a, trans_b) when ``out[i, j]`` is the product of ``a[i, k]`` (or
-    ``a[k, i]``) and ``b[k, j]`` (or ``b[j, k]``), i, j, k the three loop variables."""
-    summed = loop_vars - set(out.subset)
-    if len(out.subset) != 2 or len(loop_vars) != 3 or len(summed) != 1:
+def _side(subset, k):
+    """(the other index, whether k comes first) of a two-dimensional subset that indexes
+    one dimension by ``k``, else None."""
+    if list(subset).count(k) != 1:
         return None
-    (i, j), (k,) = out.subset, summed
-    a, b = sorted(factors, key=lambda m: i not in m.subset)
-    trans_a, trans_b = _orientation(a.subset, i, k), _orientation(b.subset, k, j)
-    if trans_a is None or trans_b is None:
-        return None
-    return a, b, trans_a, trans_b
+    other = subset[1] if subset[0] == k else subset[0]
+    return None if k in sp.sympify(other).free_symbols else (other, subset[0] == k)
+
+
+def _summed_whole(loop, size):
+    """Whether ``loop`` runs from 0 by 1 up to ``size``."""
+    return loop.start == 0 and loop.step == 1 and sp.expand(loop.stop - size) == 0
+
+
+def _spans(loop, size, variables):
+    """Whether ``loop`` runs by 1 over a dimension of ``size`` but for a triangle and a few
+    rows (each bound a number, or the size or another of ``variables`` plus one; not a
+    fixed number of trips), so a product over the whole of it wastes little."""
+    def bound(e):
+        rest = sp.expand(e - sp.expand(e).as_coeff_Add()[0])
+        return rest == 0 or sp.expand(rest - size) == 0 or \
+            (rest in variables and rest != loop.var)
+    return loop.step == 1 and bound(loop.start) and bound(loop.stop) and \
+        not sp.expand(loop.stop - loop.start).is_number
 
 
 def _whole(loops, memlets, containers):
@@ -221,27 +388,23 @@ def _whole(loops, memlets, containers):
         for m in memlets for v, n in zip(m.subset, containers[m.data].shape))
 
 
-def _perfect_nest(loop, depth):
-    """(the ``depth`` loops, the tasklet) when ``loop`` nests that many counted loops,
-    each the only statement of the one around it, around a single tasklet; else None."""
+def _perfect_nest(loop):
+    """(the loops, the tasklet) when ``loop`` nests counted loops, each the only statement
+    of the one around it, around a single tasklet with one output or a map of one (its
+    parameters then the innermost loops); else None."""
     loops = [loop]
-    while True:
-        if not counted(loops[-1]):
-            return None
+    while counted(loops[-1]):
         body = list(flattened(loops[-1].body))
         if len(body) != 1:
             return None
-        if len(loops) == depth:
-            inner = body[0]
-            if isinstance(inner, State) and len(inner.nodes) == 1 and \
-                    isinstance(inner.nodes[0], Tasklet) and len(inner.nodes[0].outputs) == 1:
-                return loops, inner.nodes[0]
+        if isinstance(body[0], LoopRegion):
+            loops.append(body[0])
+            continue
+        nodes = body[0].nodes if isinstance(body[0], State) else ()
+        if len(nodes) != 1:
             return None
-        if not isinstance(body[0], LoopRegion):
+        (levels, t), *more = leaves(nodes[0])
+        if more or not isinstance(t, Tasklet) or len(t.outputs) != 1:
             return None
-        loops.append(body[0])
-
-
-def _orientation(subset, row, col):
-    """False for ``[row, col]``, True for the transpose ``[col, row]``, else None."""
-    return {(row, col): False, (col, row): True}.get(tuple(subset))
+        return (*loops, *levels), t
+    return None
