@@ -3,12 +3,15 @@
 A *summation* is a counted loop over ``k`` around a perfect nest (loops, a map at the
 bottom) whose one statement adds ``s * A[i, k] * B[k, j]`` (or a sum of such terms;
 ``A[k, i]``, ``B[j, k]`` transposed; ``s`` a product of scalars and constants) to an
-element free of k -- ``C[i, j] += ...``, an accumulator ``acc += ...`` --
-or a map over ``k`` summing such a term (``np.sum(a[:, i] * b[:, j])``). When k runs over
-the whole summed dimension, i and j over a rectangle or a triangle of the product (each
-bound a number, the size or another loop's variable, plus a number), and the outermost
-loop of i, j and k (the one the rewrite starts from) writes neither operand, the
-products are computed before that loop, one transient ``P`` per scale by MatMuls (two
+element free of k -- ``C[i, j] += ...``, an accumulator ``acc += ...``, ``s[p] += ...`` --
+or a map over ``k`` summing such a term (``np.sum(a[:, i] * b[:, j])``); ``A[r, q, k]``
+is a stack of rows, i the pair ``(r, q)``. When k runs over the whole summed dimension,
+i and j over a rectangle or a triangle of the product (each bound a number, the size or
+another loop's variable, plus a number), and the outermost loop of i, j and k (the one
+the rewrite starts from) writes the operands only after the summation has read them, in
+the iteration reading the elements written (doitgen's ``A[r, q, p] = s[p]`` after row
+``(r, q)``'s sums; ``dependence.same_iteration``), the products are computed before that
+loop, one transient ``P`` per scale by MatMuls (two
 for ``A B^T + B A^T``), and the summation becomes the statement adding ``s * P[i, j]``
 where it added the sum: the loops around it (the triangle, ``X[i, j] = f(acc)``) stay
 as written, reading P. The product over the whole rectangle costs up to twice a
@@ -32,9 +35,9 @@ from ..sdfg.arithmetic import factors_of, terms_of
 from ..library.matmul import MatMul
 from ..library.matvec import MatVecPair
 from ..sdfg.nodes import (Container, LoopRegion, MapScope, Memlet, Sequence, State,
-                          Tasklet, index_loads, self_update, walk)
+                          Tasklet, index_loads, self_update, tasklets, walk)
 from ..sdfg.visit import Transformer, flattened, leaves
-from .dependence import READ, Scope, accesses, counted
+from .dependence import READ, Scope, accesses, counted, same_iteration
 
 
 def products(sdfg):
@@ -129,20 +132,21 @@ class _Products(Transformer):
 class _Summations(Transformer):
     """One loop with each summation in it (see _match) whose loops all lie in it, the loop
     one of them, replaced by a read of its products, computed by the MatMuls ``nodes``
-    before the loop: the loop writes none of their operands, so they see the values each
-    iteration would have read."""
+    before the loop, where the values they read are those the summation would have read
+    (see ``unchanged``)."""
 
     def __init__(self, loop, products):
         super().__init__()
         self.products = products
-        self.written = set(Scope(loop).written)
+        self.scope = Scope(loop)
+        self.contexts = {t: context for t, context, _ in tasklets(loop)}
+        self.position = {t: n for n, t in enumerate(self.contexts)}    # program order
         self.nodes = []
 
     def loop(self, loop):
         """A loop over the summed index around a perfect nest: the nest without it."""
         nest = _perfect_nest(loop)
-        found = nest and _match((*self.loops, *nest[0]), loop.var, nest[1],
-                                self.products.containers, self.written)
+        found = nest and self.summation((*self.loops, *nest[0]), loop.var, nest[1])
         if not found:
             return super().loop(loop)
         return _replaced(loop.body, self.reading(found))
@@ -151,24 +155,47 @@ class _Summations(Transformer):
         """A map summing over one index (``np.sum(a[:, i] * b[:, j])``): one tasklet."""
         if isinstance(node, MapScope) and len(node.params) == 1 and len(node.body) == 1:
             (levels, t), = leaves(node)
-            found = isinstance(t, Tasklet) and _match(
-                (*self.loops, *levels), node.params[0], t, self.products.containers,
-                self.written)
+            found = isinstance(t, Tasklet) and \
+                self.summation((*self.loops, *levels), node.params[0], t)
             if found:
                 return self.reading(found)
         return node
+
+    def summation(self, chain, k, t):
+        found = _match(chain, k, t, self.products.containers)
+        return found if found and self.unchanged(found, chain) else None
+
+    def unchanged(self, found, chain):
+        """Whether the loop writes the summation's operands only after it has read them:
+        each write comes later in the program, and only in the iteration of the loops
+        around both that reads the elements it writes (dependence.same_iteration), doitgen's
+        ``A[r, q, p] = s[p]`` after row ``(r, q)``'s sums."""
+        t, variables = found.tasklet, {lp.var for lp in chain}
+        for term in (term for _, terms in found.groups for term in terms):
+            for read in (term.a, term.b):
+                for w in self.scope.by_data[read.data]:
+                    if w.kind == READ:
+                        continue
+                    if self.position.get(w.node, -1) <= self.position[t]:
+                        return False
+                    common = [lp.var for lp in chain
+                              if any(lp is c for c in self.contexts[w.node])]
+                    if not same_iteration(w.subset, read.subset, common,
+                                          w.inner | variables):
+                        return False
+        return True
 
     def reading(self, found):
         """The summation's tasklet adding its products, one per scale, to what it sums
         into; their MatMuls joining ``nodes``."""
         t, added, reads = found.tasklet, [], []
         for scale, terms in found.groups:
-            p = self.products.transient(found.dims)
-            self.nodes += [_matmul(p, found.dims, term, n > 0, self.products.containers, t.line)
-                           for n, term in enumerate(terms)]
+            p = self.products.transient(found.shape)
+            self.nodes += [_matmul(p, found.dims(), term, n > 0, self.products.containers,
+                                   t.line) for n, term in enumerate(terms)]
             connector = terms[0].connector      # the first term's first factor now reads p
             added.append(scale * connector)
-            reads.append((connector, Memlet(p, (found.rows, found.cols))))
+            reads.append((connector, Memlet(p, found.at())))
         value = sp.Add(*added) if found.own is None else found.own + sp.Add(*added)
         inputs = tuple((c, m) for c, m in t.inputs
                        if c in value.free_symbols and c not in dict(reads))
@@ -179,8 +206,13 @@ class _Summations(Transformer):
 def _matmul(out, dims, term, accumulate, containers, line):
     """``out (+)= op(a) @ op(b)`` for a term of a summation."""
     a, b = term.a.data, term.b.data
-    return MatMul(out, dims, a, containers[a].shape, b, containers[b].shape, term.trans_a,
-                  term.trans_b, accumulate, line)
+    return MatMul(out, dims, a, _as_matrix(containers[a].shape), b,
+                  _as_matrix(containers[b].shape), term.trans_a, term.trans_b, accumulate, line)
+
+
+def _as_matrix(shape):
+    """(rows, cols) of a container seen as a matrix, its leading dimensions stacked."""
+    return sp.Mul(*shape[:-1]), shape[-1]
 
 
 def _replaced(region, tasklet):
@@ -204,14 +236,14 @@ def _accumulated(loop, containers):
     levels, t = nest
     (out, _), = t.outputs
     summed = [lp.var for lp in levels if lp.var not in out.subset]
-    found = len(summed) == 1 and _match(levels, summed[0], t, containers, {out.data})
+    found = len(summed) == 1 and _match(levels, summed[0], t, containers)
     if not found or found.own is None or len(found.groups) != 1 or \
-            found.groups[0][0] != 1 or tuple(out.subset) != (found.rows, found.cols):
+            found.groups[0][0] != 1 or tuple(out.subset) != found.at():
         return None
     terms = found.groups[0][1]
     if not all(_whole(levels, (out, term.a, term.b), containers) for term in terms):
         return None
-    return tuple(_matmul(out.data, containers[out.data].shape, term, True, containers, t.line)
+    return tuple(_matmul(out.data, found.dims(), term, True, containers, t.line)
                  for term in terms)
 
 
@@ -265,24 +297,30 @@ class _Term(NamedTuple):
 
 class _Summation(NamedTuple):
     """A tasklet adding products to what it writes: ``own`` reads its old value (None
-    where it sums into its output); the products are ``rows`` x ``cols`` (loop
-    variables) of ``dims``, grouped as ``(scale, terms)``, one product per scale."""
+    where it sums into its output); the products, of ``shape``, are read at ``rows``
+    (loop variables, several for a stack of rows) and ``cols``, grouped as ``(scale,
+    terms)``, one product per scale."""
     tasklet: Tasklet
     own: object
-    rows: sp.Symbol
+    rows: tuple
     cols: sp.Symbol
-    dims: tuple
+    shape: tuple
     groups: tuple
 
+    def dims(self):
+        return _as_matrix(self.shape)
 
-def _match(chain, k, t, containers, written):
+    def at(self):
+        return (*self.rows, self.cols)
+
+
+def _match(chain, k, t, containers):
     """The products the tasklet ``t`` sums over the loop variable ``k`` inside the loops
     ``chain`` (outermost first, map parameters as loops), as a _Summation -- t
     ``x += s * A[i, k] * B[k, j]`` or a sum of such terms (``A[k, i]``, ``B[j, k]``:
     transposed; ``s`` a product of scalars and constants; x free of k). Only where k runs over the whole summed
     dimension, i and j over a rectangle or a triangle of the product, ``chain``'s first loop
-    is over one of the three, the loops inside k's do not depend on it and ``written``
-    holds no operand; else None."""
+    is over one of them and the loops inside k's do not depend on it; else None."""
     update = _summing(t)
     if update is None:
         return None
@@ -296,23 +334,22 @@ def _match(chain, k, t, containers, written):
     if None in terms or len({(i, j) for _, _, (i, j), _ in terms}) != 1:
         return None
     rows, cols = terms[0][2]
-    dims, sizes = {dims for _, _, _, (dims, _) in terms}, {n for _, _, _, (_, n) in terms}
-    if len(dims) != 1 or len(sizes) != 1 or chain[0].var not in (rows, cols, k):
+    shapes, sizes = {s for _, _, _, (s, _) in terms}, {n for _, _, _, (_, n) in terms}
+    if len(shapes) != 1 or len(sizes) != 1 or chain[0].var not in (*rows, cols, k):
         return None
-    (dims,), (n,) = dims, sizes
+    (shape,), (n,) = shapes, sizes
     inner = chain[order.index(k) + 1:]
     operands = {m.data for _, term, _, _ in terms for m in (term.a, term.b)}
     if not _summed_whole(levels[k], n) or \
-            not all(_spans(levels[v], size, order) for v, size in zip((rows, cols), dims)) or \
+            not all(_spans(levels[v], size, order) for v, size in zip((*rows, cols), shape)) or \
             any(k in sp.sympify(x).free_symbols for lp in inner
-                for x in (lp.start, lp.stop, lp.step)) or \
-            operands & (written | {out.data}) or \
+                for x in (lp.start, lp.stop, lp.step)) or out.data in operands or \
             any(containers[name].dtype != np.float64 for name in operands):
         return None
     groups = {}
     for scale, term, _, _ in terms:
         groups.setdefault(scale, []).append(term)
-    return _Summation(t, own, rows, cols, dims,
+    return _Summation(t, own, rows, cols, shape,
                       tuple((scale, tuple(group)) for scale, group in groups.items()))
 
 
@@ -328,39 +365,48 @@ def _summing(t):
 
 
 def _product(term, t, k, order, containers):
-    """(scale, its _Term, (i, j), ((rows, cols), summed size)) for a term ``scale * A[i, k] * B[k, j]`` (A or B
-    transposed) of ``t``'s value, i and j distinct variables of ``order``, i the first
-    there, the scale reading only scalar containers; else None."""
+    """(scale, its _Term, (i, j), (the product's shape, summed size)) for a term ``scale *
+    A[i, k] * B[k, j]`` (A or B transposed; ``A[r, q, k]``: a stack of rows, i the tuple
+    ``(r, q)``) of ``t``'s value, i and j distinct variables of ``order``, i's first
+    before j there, the scale reading only scalar containers; else None."""
     reads = t.connector_memlets()
     args = factors_of(term)             # BLAS sums in its own order: within rounding
-    factors = [f for f in args if f in reads and len(reads[f].subset) == 2]
+    factors = [f for f in args if f in reads and len(reads[f].subset) >= 2]
     scale = sp.Mul(*[f for f in args if f not in factors])
     scalars = {c for c, m in t.inputs if c in scale.free_symbols}
     if len(factors) != 2 or scale.free_symbols != scalars or \
             any(containers[reads[c].data].shape for c in scalars):
         return None
     sides = [_side(reads[f].subset, k) for f in factors]
-    if None in sides or not all(v in order for v, _ in sides) or sides[0][0] == sides[1][0]:
+    if None in sides or not all(v in order for other, _ in sides for v in other):
         return None
-    if order.index(sides[0][0]) > order.index(sides[1][0]):
+    if order.index(sides[0][0][0]) > order.index(sides[1][0][0]):
         factors, sides = factors[::-1], sides[::-1]
     (i, a_first), (j, b_first) = sides
+    if len(j) != 1 or j[0] in i:
+        return None
+    j, = j
     (a, b), shapes = (reads[f] for f in factors), [containers[reads[f].data].shape
                                                    for f in factors]
-    dims = (shapes[0][1 if a_first else 0], shapes[1][1 if b_first else 0])
-    summed = {shapes[0][0 if a_first else 1], shapes[1][0 if b_first else 1]}
+    shape = (shapes[0][1:] if a_first else shapes[0][:-1]) + (shapes[1][1 if b_first else 0],)
+    summed = {shapes[0][0 if a_first else -1], shapes[1][0 if b_first else 1]}
     if len(summed) != 1:
         return None
-    return scale, _Term(factors[0], a, b, a_first, not b_first), (i, j), (dims, summed.pop())
+    return scale, _Term(factors[0], a, b, a_first, not b_first), (i, j), (shape, summed.pop())
 
 
 def _side(subset, k):
-    """(the other index, whether k comes first) of a two-dimensional subset that indexes
-    one dimension by ``k``, else None."""
-    if list(subset).count(k) != 1:
+    """(the other indices, whether k comes first) of a subset indexing one dimension by
+    ``k``, the first or the last of two, the last of more, the others distinct variables
+    free of k; else None."""
+    subset = tuple(subset)
+    if subset.count(k) != 1 or k not in (subset[0], subset[-1]) or \
+            len(subset) > 2 and subset[0] == k:
         return None
-    other = subset[1] if subset[0] == k else subset[0]
-    return None if k in sp.sympify(other).free_symbols else (other, subset[0] == k)
+    other = subset[1:] if subset[0] == k else subset[:-1]
+    if not all(isinstance(v, sp.Symbol) for v in other) or len(set(other)) != len(other):
+        return None
+    return other, subset[0] == k
 
 
 def _summed_whole(loop, size):
