@@ -11,14 +11,14 @@ another loop's variable, plus a number), and the outermost loop of i, j and k (t
 the rewrite starts from) writes the operands only after the summation has read them, in
 the iteration reading the elements written (doitgen's ``A[r, q, p] = s[p]`` after row
 ``(r, q)``'s sums; ``dependence.same_iteration``), the products are computed before that
-loop, one transient ``P`` per scale by MatMuls (two
-for ``A B^T + B A^T``), and the summation becomes the statement adding ``s * P[i, j]``
-where it added the sum: the loops around it (the triangle, ``X[i, j] = f(acc)``) stay
-as written, reading P. The product over the whole rectangle costs up to twice a
-triangle's flops but runs at BLAS's speed; the adjoint needs no rule beyond those of
-MatMul and tasklets. Where the loop nest is nothing but ``C[i, j] += A @ B``'s terms
-over whole dimensions, the MatMuls add into C itself. BLAS sums over ``k`` in another
-order than the loop: the results agree to rounding.
+loop, one transient ``P`` per scale by MatMuls (two for ``A B^T + B A^T``), and the
+summation becomes the statement adding ``s * P[i, j]`` where it added the sum: the
+loops around it (the triangle, ``X[i, j] = f(acc)``) stay as written, reading P. The
+product over the whole rectangle costs up to twice a triangle's flops but runs at
+BLAS's speed; the adjoint needs no rule beyond those of MatMul and tasklets. Where the
+loop nest is nothing but ``C[i, j] += A @ B``'s terms over whole dimensions, the MatMuls
+add into C itself. BLAS sums over ``k`` in another order than the loop: the results
+agree to rounding.
 
 Before matching, a loop whose iterations each touch their own elements of everything
 they write (gemm's ``for i`` holding ``C[i, :] *= beta`` and the product of row i) is
@@ -318,16 +318,17 @@ def _match(chain, k, t, containers):
     """The products the tasklet ``t`` sums over the loop variable ``k`` inside the loops
     ``chain`` (outermost first, map parameters as loops), as a _Summation -- t
     ``x += s * A[i, k] * B[k, j]`` or a sum of such terms (``A[k, i]``, ``B[j, k]``:
-    transposed; ``s`` a product of scalars and constants; x free of k). Only where k runs over the whole summed
-    dimension, i and j over a rectangle or a triangle of the product, ``chain``'s first loop
-    is over one of them and the loops inside k's do not depend on it; else None."""
+    transposed; ``s`` a product of scalars and constants; x free of k). Only where k
+    runs over the whole summed dimension, i and j over a rectangle or a triangle of the
+    product, ``chain``'s first loop is over one of them and the loops inside k's do not
+    depend on it; else None."""
     update = _summing(t)
     if update is None:
         return None
     own, rest = update
     (out, _), = t.outputs
     levels = {lp.var: lp for lp in chain}
-    if k not in levels or any(k in sp.sympify(e).free_symbols for e in out.subset):
+    if any(k in sp.sympify(e).free_symbols for e in out.subset):
         return None
     order = [lp.var for lp in chain]
     terms = [_product(term, t, k, order, containers) for term in terms_of(rest)]
