@@ -16,8 +16,8 @@ summation becomes the statement adding ``s * P[i, j]`` where it added the sum: t
 loops around it (the triangle, ``X[i, j] = f(acc)``) stay as written, reading P. The
 product over the whole rectangle costs up to twice a triangle's flops but runs at
 BLAS's speed; the adjoint needs no rule beyond those of MatMul and tasklets. Where the
-loop nest is nothing but ``C[i, j] += A @ B``'s terms over whole dimensions, the MatMuls
-add into C itself. BLAS sums over ``k`` in another order than the loop: the results
+loop nest is nothing but ``C[i, j] += s * A @ B``'s terms over whole dimensions, the
+MatMuls add into C itself, or, with a scale, a map adds ``s * P`` to C. BLAS sums over ``k`` in another order than the loop: the results
 agree to rounding.
 
 Before matching, a loop whose iterations each touch their own elements of everything
@@ -35,7 +35,8 @@ from ..sdfg.arithmetic import factors_of, terms_of
 from ..library.matmul import MatMul
 from ..library.matvec import MatVecPair
 from ..sdfg.nodes import (Container, LoopRegion, MapScope, Memlet, Sequence, State,
-                          Tasklet, index_loads, self_update, tasklets, walk)
+                          Tasklet, every_element, index_loads, renamed, self_update,
+                          tasklets, walk)
 from ..sdfg.visit import Transformer, flattened, leaves
 from .dependence import READ, Scope, accesses, counted, same_iteration
 
@@ -110,15 +111,29 @@ class _Products(Transformer):
         ``loop`` (see _Summations), only the MatMuls where they add into a whole matrix
         all ``loop`` does; None when there is none."""
         label = f"matmul_{loop.line}"
-        direct = _accumulated(loop, self.containers)
-        if direct is not None:
-            return [State(direct, label)]
         sums = _Summations(loop, self)
+        whole = _adding_whole(loop, self.containers)
+        if whole is not None:
+            return [State(self.added(whole, sums), label)]
         residual = sums.region(loop)
         if not sums.nodes:
             return None
         rest = self.region(residual)
         return [State(tuple(sums.nodes), label), *(rest if isinstance(rest, list) else [rest])]
+
+    def added(self, found, sums):
+        """The nodes adding a summation's products to the whole matrix it adds them to:
+        MatMuls straight into it, or, with a scale, into a transient that a map adds to
+        it times the scale (one map, which fusion may join to the next)."""
+        t = found.tasklet
+        (out, _), = t.outputs
+        if found.groups[0][0] == 1:
+            return tuple(_matmul(out.data, found.dims(), term, True, self.containers, t.line)
+                         for term in found.groups[0][1])
+        update = sums.reading(found)
+        return (*sums.nodes, *every_element(
+            self.containers[out.data],
+            lambda m: (renamed(update, dict(zip(found.at(), m.subset))),), t.line))
 
     def transient(self, shape):
         n = 1
@@ -226,10 +241,10 @@ def _replaced(region, tasklet):
                                   if isinstance(node, MapScope) else tasklet,))
 
 
-def _accumulated(loop, containers):
-    """MatMuls adding straight into a matrix when ``loop`` is three perfectly nested loops
-    over whole dimensions adding an unscaled sum of products to each element once
-    (``C[i, j] += A[i, k] * B[k, j]``, any loop order), else None."""
+def _adding_whole(loop, containers):
+    """The summation ``loop`` is when it is three perfectly nested loops over whole
+    dimensions adding products of one scale to each element of a matrix once (``C[i, j]
+    += s * A[i, k] * B[k, j]``, any loop order), else None."""
     nest = _perfect_nest(loop)
     if nest is None or len(nest[0]) != 3:
         return None
@@ -238,13 +253,11 @@ def _accumulated(loop, containers):
     summed = [lp.var for lp in levels if lp.var not in out.subset]
     found = len(summed) == 1 and _match(levels, summed[0], t, containers)
     if not found or found.own is None or len(found.groups) != 1 or \
-            found.groups[0][0] != 1 or tuple(out.subset) != found.at():
+            tuple(out.subset) != found.at() or \
+            not all(_whole(levels, (out, term.a, term.b), containers)
+                    for term in found.groups[0][1]):
         return None
-    terms = found.groups[0][1]
-    if not all(_whole(levels, (out, term.a, term.b), containers) for term in terms):
-        return None
-    return tuple(_matmul(out.data, found.dims(), term, True, containers, t.line)
-                 for term in terms)
+    return found
 
 
 def _distributed(loop):
