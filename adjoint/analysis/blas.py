@@ -1,12 +1,24 @@
 """Matrix products written as loops become MatMul library nodes (BLAS gemm).
 
-A nest of three counted loops over the whole of each dimension whose only statement is
-``C[i, j] += s * A[i, k] * B[k, j]`` (any loop order; ``A[k, i]``, ``B[j, k]`` for
-transposes; ``s`` a product of scalars and constants, possibly absent) computes
-``C += s * (A @ B)``: it becomes ``C += A @ B`` as one MatMul or, with a factor, the
-product into a new transient and a map adding ``s`` times it to ``C`` (so the adjoint
-needs no rule beyond those of MatMul and tasklets). BLAS sums over ``k`` in another
-order than the loop: the results agree to rounding.
+A *summation* is a counted loop over ``k`` around a perfect nest (loops, a map at the
+bottom) whose one statement adds ``s * A[i, k] * B[k, j]`` (or a sum of such terms;
+``A[k, i]``, ``B[j, k]`` transposed; ``s`` a product of scalars and constants) to an
+element free of k -- ``C[i, j] += ...``, an accumulator ``acc += ...``, ``s[p] += ...`` --
+or a map over ``k`` summing such a term (``np.sum(a[:, i] * b[:, j])``); ``A[r, q, k]``
+is a stack of rows, i the pair ``(r, q)``. When k runs over the whole summed dimension,
+i and j over a rectangle or a triangle of the product (each bound a number, the size or
+another loop's variable, plus a number), and the outermost loop of i, j and k (the one
+the rewrite starts from) writes the operands only after the summation has read them, in
+the iteration reading the elements written (doitgen's ``A[r, q, p] = s[p]`` after row
+``(r, q)``'s sums; ``dependence.same_iteration``), the products are computed before that
+loop, one transient ``P`` per scale by MatMuls (two for ``A B^T + B A^T``), and the
+summation becomes the statement adding ``s * P[i, j]`` where it added the sum: the
+loops around it (the triangle, ``X[i, j] = f(acc)``) stay as written, reading P. The
+product over the whole rectangle costs up to twice a triangle's flops but runs at
+BLAS's speed; the adjoint needs no rule beyond those of MatMul and tasklets. Where the
+loop nest is nothing but ``C[i, j] += s * A @ B``'s terms over whole dimensions, the
+MatMuls add into C itself, or, with a scale, a map adds ``s * P`` to C. BLAS sums over ``k`` in another order than the loop: the results
+agree to rounding.
 
 Before matching, a loop whose iterations each touch their own elements of everything
 they write (gemm's ``for i`` holding ``C[i, :] *= beta`` and the product of row i) is
@@ -14,22 +26,23 @@ distributed, statement by statement, into loops of their own, when that exposes 
 product; any other nest is left as written.
 """
 from dataclasses import replace
+from typing import NamedTuple
 
 import numpy as np
 import sympy as sp
 
-from ..sdfg.arithmetic import factors_of
+from ..sdfg.arithmetic import factors_of, terms_of
 from ..library.matmul import MatMul
 from ..library.matvec import MatVecPair
 from ..sdfg.nodes import (Container, LoopRegion, MapScope, Memlet, Sequence, State,
-                          Tasklet, every_element, index_loads, self_update, walk)
-from ..sdfg.visit import Transformer, flattened
-from .dependence import READ, Scope, accesses, counted
+                          Tasklet, every_element, index_loads, renamed, self_update,
+                          tasklets, walk)
+from ..sdfg.visit import Transformer, flattened, leaves
+from .dependence import READ, Scope, accesses, counted, same_iteration
 
 
 def products(sdfg):
-    """The SDFG with every loop nest computing a matrix product over whole containers
-    replaced by MatMul nodes."""
+    """The SDFG with the matrix products its loop nests sum computed by MatMul nodes."""
     rewrite = _Products(dict(sdfg.containers))
     body = rewrite.region(sdfg.body)
     return sdfg.replace(body=body, containers=rewrite.containers)
@@ -81,39 +94,170 @@ def _pairs(first, second, between):
 class _Products(Transformer):
     def __init__(self, containers):
         super().__init__()
-        self.containers = containers    # grows by the transients of scaled products
+        self.containers = containers    # grows by the products' transients
 
     def loop(self, loop):
-        """The regions replacing ``loop``: its distributed pieces, products as MatMuls,
-        when one is a product; else the loop with its body rewritten."""
+        """The regions replacing ``loop``: its distributed pieces, each with its summations
+        hoisted out as products, when one has any; else the loop with its body rewritten."""
         pieces = _distributed(loop)
-        matches = [_match(piece, self.containers) for piece in pieces]
-        if not any(matches):
+        hoisted = [self.hoisted(piece) for piece in pieces]
+        if not any(hoisted):
             return [super().loop(loop)]
-        return [piece if match is None else State(self.matmul(**match), f"matmul_{loop.line}")
-                for piece, match in zip(pieces, matches)]
+        return [region for piece, regions in zip(pieces, hoisted)
+                for region in (regions or [piece])]
 
-    def matmul(self, out, a, b, trans_a, trans_b, scale, scalars, own, product, line):
-        """``out += scale * op(a) @ op(b)`` as library nodes."""
-        dims = {name: self.containers[name].shape for name in (out, a, b)}
-        if scale == 1:
-            return (MatMul(out, dims[out], a, dims[a], b, dims[b], trans_a, trans_b, True,
-                           line),)
-        p = self._transient(dims[out])
+    def hoisted(self, loop):
+        """[a state of MatMuls, ``loop`` reading their products] for the summations of
+        ``loop`` (see _Summations), only the MatMuls where they add into a whole matrix
+        all ``loop`` does; None when there is none."""
+        label = f"matmul_{loop.line}"
+        sums = _Summations(loop, self)
+        whole = _adding_whole(loop, self.containers)
+        if whole is not None:
+            return [State(self.added(whole, sums), label)]
+        residual = sums.region(loop)
+        if not sums.nodes:
+            return None
+        rest = self.region(residual)
+        return [State(tuple(sums.nodes), label), *(rest if isinstance(rest, list) else [rest])]
 
-        def add(m):
-            inputs = scalars + ((product, Memlet(p, m.subset)), (own, m))
-            return (Tasklet(inputs, ((m, own + scale * product),), line),)
-        return (MatMul(p, dims[out], a, dims[a], b, dims[b], trans_a, trans_b, False, line),
-                *every_element(self.containers[out], add, line))
+    def added(self, found, sums):
+        """The nodes adding a summation's products to the whole matrix it adds them to:
+        MatMuls straight into it, or, with a scale, into a transient that a map adds to
+        it times the scale (one map, which fusion may join to the next)."""
+        t = found.tasklet
+        (out, _), = t.outputs
+        if found.groups[0][0] == 1:
+            return tuple(_matmul(out.data, found.dims(), term, True, self.containers, t.line)
+                         for term in found.groups[0][1])
+        update = sums.reading(found)
+        return (*sums.nodes, *every_element(
+            self.containers[out.data],
+            lambda m: (renamed(update, dict(zip(found.at(), m.subset))),), t.line))
 
-    def _transient(self, shape):
+    def transient(self, shape):
         n = 1
         while f"__product{n}" in self.containers:
             n += 1
         c = Container(f"__product{n}", np.dtype(np.float64), shape, True)
         self.containers[c.name] = c
         return c.name
+
+
+class _Summations(Transformer):
+    """One loop with each summation in it (see _match) whose loops all lie in it, the loop
+    one of them, replaced by a read of its products, computed by the MatMuls ``nodes``
+    before the loop, where the values they read are those the summation would have read
+    (see ``unchanged``)."""
+
+    def __init__(self, loop, products):
+        super().__init__()
+        self.products = products
+        self.scope = Scope(loop)
+        self.contexts = {t: context for t, context, _ in tasklets(loop)}
+        self.position = {t: n for n, t in enumerate(self.contexts)}    # program order
+        self.nodes = []
+
+    def loop(self, loop):
+        """A loop over the summed index around a perfect nest: the nest without it."""
+        nest = _perfect_nest(loop)
+        found = nest and self.summation((*self.loops, *nest[0]), loop.var, nest[1])
+        if not found:
+            return super().loop(loop)
+        return _replaced(loop.body, self.reading(found))
+
+    def node(self, node):
+        """A map summing over one index (``np.sum(a[:, i] * b[:, j])``): one tasklet."""
+        if isinstance(node, MapScope) and len(node.params) == 1 and len(node.body) == 1:
+            (levels, t), = leaves(node)
+            found = isinstance(t, Tasklet) and \
+                self.summation((*self.loops, *levels), node.params[0], t)
+            if found:
+                return self.reading(found)
+        return node
+
+    def summation(self, chain, k, t):
+        found = _match(chain, k, t, self.products.containers)
+        return found if found and self.unchanged(found, chain) else None
+
+    def unchanged(self, found, chain):
+        """Whether the loop writes the summation's operands only after it has read them:
+        each write comes later in the program, and only in the iteration of the loops
+        around both that reads the elements it writes (dependence.same_iteration), doitgen's
+        ``A[r, q, p] = s[p]`` after row ``(r, q)``'s sums."""
+        t, variables = found.tasklet, {lp.var for lp in chain}
+        for term in (term for _, terms in found.groups for term in terms):
+            for read in (term.a, term.b):
+                for w in self.scope.by_data[read.data]:
+                    if w.kind == READ:
+                        continue
+                    if self.position.get(w.node, -1) <= self.position[t]:
+                        return False
+                    common = [lp.var for lp in chain
+                              if any(lp is c for c in self.contexts[w.node])]
+                    if not same_iteration(w.subset, read.subset, common,
+                                          w.inner | variables):
+                        return False
+        return True
+
+    def reading(self, found):
+        """The summation's tasklet adding its products, one per scale, to what it sums
+        into; their MatMuls joining ``nodes``."""
+        t, added, reads = found.tasklet, [], []
+        for scale, terms in found.groups:
+            p = self.products.transient(found.shape)
+            self.nodes += [_matmul(p, found.dims(), term, n > 0, self.products.containers,
+                                   t.line) for n, term in enumerate(terms)]
+            connector = terms[0].connector      # the first term's first factor now reads p
+            added.append(scale * connector)
+            reads.append((connector, Memlet(p, found.at())))
+        value = sp.Add(*added) if found.own is None else found.own + sp.Add(*added)
+        inputs = tuple((c, m) for c, m in t.inputs
+                       if c in value.free_symbols and c not in dict(reads))
+        (out, _), = t.outputs
+        return Tasklet(inputs + tuple(reads), ((out, value),), t.line)
+
+
+def _matmul(out, dims, term, accumulate, containers, line):
+    """``out (+)= op(a) @ op(b)`` for a term of a summation."""
+    a, b = term.a.data, term.b.data
+    return MatMul(out, dims, a, _as_matrix(containers[a].shape), b,
+                  _as_matrix(containers[b].shape), term.trans_a, term.trans_b, accumulate, line)
+
+
+def _as_matrix(shape):
+    """(rows, cols) of a container seen as a matrix, its leading dimensions stacked."""
+    return sp.Mul(*shape[:-1]), shape[-1]
+
+
+def _replaced(region, tasklet):
+    """A perfect nest (see _perfect_nest) with ``tasklet`` in place of its own."""
+    if isinstance(region, LoopRegion):
+        return replace(region, body=_replaced(region.body, tasklet))
+    if isinstance(region, Sequence):
+        return Sequence(tuple(_replaced(e, tasklet) for e in flattened(region)))
+    node, = region.nodes
+    return replace(region, nodes=(replace(node, body=(tasklet,))
+                                  if isinstance(node, MapScope) else tasklet,))
+
+
+def _adding_whole(loop, containers):
+    """The summation ``loop`` is when it is three perfectly nested loops over whole
+    dimensions adding products of one scale to each element of a matrix once (``C[i, j]
+    += s * A[i, k] * B[k, j]``, any loop order), else None."""
+    nest = _perfect_nest(loop)
+    if nest is None or len(nest[0]) != 3:
+        return None
+    levels, t = nest
+    (out, _), = t.outputs
+    summed = [lp.var for lp in levels if lp.var not in out.subset]
+    found = len(summed) == 1 and _match(levels, summed[0], t, containers)
+    if not found or found.own is None or len(found.groups) != 1 or \
+            tuple(out.subset) != found.at() or \
+            not all(_whole(levels, (out, term.a, term.b), containers)
+                    for term in found.groups[0][1]):
+        return None
+    return found
 
 
 def _distributed(loop):
@@ -155,62 +299,145 @@ def _indexed_by(var, subsets):
     return any(all(len(s) == rank and s[d] == var for s in subsets) for d in range(rank))
 
 
-def _match(loop, containers):
-    """The product ``loop`` computes, as :meth:`_Products.matmul`'s arguments, or None."""
-    nest = _perfect_nest(loop, 3)
-    if nest is None:
-        return None
-    loops, t = nest
-    update = _scaled_product(t, containers)
+class _Term(NamedTuple):
+    """``op(a) @ op(b)`` in a summation: ``connector`` reads its first factor."""
+    connector: sp.Symbol
+    a: Memlet
+    b: Memlet
+    trans_a: bool
+    trans_b: bool
+
+
+class _Summation(NamedTuple):
+    """A tasklet adding products to what it writes: ``own`` reads its old value (None
+    where it sums into its output); the products, of ``shape``, are read at ``rows``
+    (loop variables, several for a stack of rows) and ``cols``, grouped as ``(scale,
+    terms)``, one product per scale."""
+    tasklet: Tasklet
+    own: object
+    rows: tuple
+    cols: sp.Symbol
+    shape: tuple
+    groups: tuple
+
+    def dims(self):
+        return _as_matrix(self.shape)
+
+    def at(self):
+        return (*self.rows, self.cols)
+
+
+def _match(chain, k, t, containers):
+    """The products the tasklet ``t`` sums over the loop variable ``k`` inside the loops
+    ``chain`` (outermost first, map parameters as loops), as a _Summation -- t
+    ``x += s * A[i, k] * B[k, j]`` or a sum of such terms (``A[k, i]``, ``B[j, k]``:
+    transposed; ``s`` a product of scalars and constants; x free of k). Only where k
+    runs over the whole summed dimension, i and j over a rectangle or a triangle of the
+    product, ``chain``'s first loop is over one of them and the loops inside k's do not
+    depend on it; else None."""
+    update = _summing(t)
     if update is None:
         return None
-    own, scale, scalars, factors = update
+    own, rest = update
     (out, _), = t.outputs
-    reads = t.connector_memlets()
-    roles = _operands(out, [reads[f] for f in factors], {lp.var for lp in loops})
-    if roles is None:
+    levels = {lp.var: lp for lp in chain}
+    if any(k in sp.sympify(e).free_symbols for e in out.subset):
         return None
-    a, b, trans_a, trans_b = roles
-    names = (out.data, a.data, b.data)
-    if len(set(names)) != 3 or any(containers[n].dtype != np.float64 for n in names) or \
-            not _whole(loops, (out, a, b), containers):
+    order = [lp.var for lp in chain]
+    terms = [_product(term, t, k, order, containers) for term in terms_of(rest)]
+    if None in terms or len({(i, j) for _, _, (i, j), _ in terms}) != 1:
         return None
-    product = next(f for f in factors if reads[f] == a)
-    return dict(out=out.data, a=a.data, b=b.data, trans_a=trans_a, trans_b=trans_b,
-                scale=scale, scalars=scalars, own=own, product=product, line=t.line)
+    rows, cols = terms[0][2]
+    shapes, sizes = {s for _, _, _, (s, _) in terms}, {n for _, _, _, (_, n) in terms}
+    if len(shapes) != 1 or len(sizes) != 1 or chain[0].var not in (*rows, cols, k):
+        return None
+    (shape,), (n,) = shapes, sizes
+    inner = chain[order.index(k) + 1:]
+    operands = {m.data for _, term, _, _ in terms for m in (term.a, term.b)}
+    if not _summed_whole(levels[k], n) or \
+            not all(_spans(levels[v], size, order) for v, size in zip((*rows, cols), shape)) or \
+            any(k in sp.sympify(x).free_symbols for lp in inner
+                for x in (lp.start, lp.stop, lp.step)) or out.data in operands or \
+            any(containers[name].dtype != np.float64 for name in operands):
+        return None
+    groups = {}
+    for scale, term, _, _ in terms:
+        groups.setdefault(scale, []).append(term)
+    return _Summation(t, own, rows, cols, shape,
+                      tuple((scale, tuple(group)) for scale, group in groups.items()))
 
 
-def _scaled_product(t, containers):
-    """(connector of the old value, scale, its (connector, memlet) inputs, the two
-    connectors reading matrices) for a tasklet ``x = x + scale * X * Y`` whose scale
-    reads only scalar containers; else None."""
+def _summing(t):
+    """(connector of the old value, the value added) for a tasklet ``x = x + f``, (None,
+    f) for one summing f into its one output; else None."""
+    if len(t.outputs) == 1 and t.outputs[0][0].wcr == "sum":
+        return None, t.outputs[0][1]
     update = self_update(t)
-    if update is None or update[0] != "sum" or not isinstance(update[2], sp.Mul):
+    if update is None or update[0] != "sum":
         return None
-    _, own, rest = update
+    return update[1], update[2]
+
+
+def _product(term, t, k, order, containers):
+    """(scale, its _Term, (i, j), (the product's shape, summed size)) for a term ``scale *
+    A[i, k] * B[k, j]`` (A or B transposed; ``A[r, q, k]``: a stack of rows, i the tuple
+    ``(r, q)``) of ``t``'s value, i and j distinct variables of ``order``, i's first
+    before j there, the scale reading only scalar containers; else None."""
     reads = t.connector_memlets()
-    args = factors_of(rest)             # BLAS sums in its own order: within rounding
-    factors = [f for f in args if f in reads and len(reads[f].subset) == 2]
+    args = factors_of(term)             # BLAS sums in its own order: within rounding
+    factors = [f for f in args if f in reads and len(reads[f].subset) >= 2]
     scale = sp.Mul(*[f for f in args if f not in factors])
-    scalars = tuple((c, m) for c, m in t.inputs if c in scale.free_symbols)
-    if len(factors) != 2 or scale.free_symbols != {c for c, _ in scalars} or \
-            any(containers[m.data].shape for _, m in scalars):
+    scalars = {c for c, m in t.inputs if c in scale.free_symbols}
+    if len(factors) != 2 or scale.free_symbols != scalars or \
+            any(containers[reads[c].data].shape for c in scalars):
         return None
-    return own, scale, scalars, factors
+    sides = [_side(reads[f].subset, k) for f in factors]
+    if None in sides or not all(v in order for other, _ in sides for v in other):
+        return None
+    if order.index(sides[0][0][0]) > order.index(sides[1][0][0]):
+        factors, sides = factors[::-1], sides[::-1]
+    (i, a_first), (j, b_first) = sides
+    if len(j) != 1 or j[0] in i:
+        return None
+    j, = j
+    (a, b), shapes = (reads[f] for f in factors), [containers[reads[f].data].shape
+                                                   for f in factors]
+    shape = (shapes[0][1:] if a_first else shapes[0][:-1]) + (shapes[1][1 if b_first else 0],)
+    summed = {shapes[0][0 if a_first else -1], shapes[1][0 if b_first else 1]}
+    if len(summed) != 1:
+        return None
+    return scale, _Term(factors[0], a, b, a_first, not b_first), (i, j), (shape, summed.pop())
 
 
-def _operands(out, factors, loop_vars):
-    """(a, b, trans_a, trans_b) when ``out[i, j]`` is the product of ``a[i, k]`` (or
-    ``a[k, i]``) and ``b[k, j]`` (or ``b[j, k]``), i, j, k the three loop variables."""
-    summed = loop_vars - set(out.subset)
-    if len(out.subset) != 2 or len(loop_vars) != 3 or len(summed) != 1:
+def _side(subset, k):
+    """(the other indices, whether k comes first) of a subset indexing one dimension by
+    ``k``, the first or the last of two, the last of more, the others distinct variables
+    free of k; else None."""
+    subset = tuple(subset)
+    if subset.count(k) != 1 or k not in (subset[0], subset[-1]) or \
+            len(subset) > 2 and subset[0] == k:
         return None
-    (i, j), (k,) = out.subset, summed
-    a, b = sorted(factors, key=lambda m: i not in m.subset)
-    trans_a, trans_b = _orientation(a.subset, i, k), _orientation(b.subset, k, j)
-    if trans_a is None or trans_b is None:
+    other = subset[1:] if subset[0] == k else subset[:-1]
+    if not all(isinstance(v, sp.Symbol) for v in other) or len(set(other)) != len(other):
         return None
-    return a, b, trans_a, trans_b
+    return other, subset[0] == k
+
+
+def _summed_whole(loop, size):
+    """Whether ``loop`` runs from 0 by 1 up to ``size``."""
+    return loop.start == 0 and loop.step == 1 and sp.expand(loop.stop - size) == 0
+
+
+def _spans(loop, size, variables):
+    """Whether ``loop`` runs by 1 over a dimension of ``size`` but for a triangle and a few
+    rows (each bound a number, or the size or another of ``variables`` plus one; not a
+    fixed number of trips), so a product over the whole of it wastes little."""
+    def bound(e):
+        rest = sp.expand(e - sp.expand(e).as_coeff_Add()[0])
+        return rest == 0 or sp.expand(rest - size) == 0 or \
+            (rest in variables and rest != loop.var)
+    return loop.step == 1 and bound(loop.start) and bound(loop.stop) and \
+        not sp.expand(loop.stop - loop.start).is_number
 
 
 def _whole(loops, memlets, containers):
@@ -221,27 +448,23 @@ def _whole(loops, memlets, containers):
         for m in memlets for v, n in zip(m.subset, containers[m.data].shape))
 
 
-def _perfect_nest(loop, depth):
-    """(the ``depth`` loops, the tasklet) when ``loop`` nests that many counted loops,
-    each the only statement of the one around it, around a single tasklet; else None."""
+def _perfect_nest(loop):
+    """(the loops, the tasklet) when ``loop`` nests counted loops, each the only statement
+    of the one around it, around a single tasklet with one output or a map of one (its
+    parameters then the innermost loops); else None."""
     loops = [loop]
-    while True:
-        if not counted(loops[-1]):
-            return None
+    while counted(loops[-1]):
         body = list(flattened(loops[-1].body))
         if len(body) != 1:
             return None
-        if len(loops) == depth:
-            inner = body[0]
-            if isinstance(inner, State) and len(inner.nodes) == 1 and \
-                    isinstance(inner.nodes[0], Tasklet) and len(inner.nodes[0].outputs) == 1:
-                return loops, inner.nodes[0]
+        if isinstance(body[0], LoopRegion):
+            loops.append(body[0])
+            continue
+        nodes = body[0].nodes if isinstance(body[0], State) else ()
+        if len(nodes) != 1:
             return None
-        if not isinstance(body[0], LoopRegion):
+        (levels, t), *more = leaves(nodes[0])
+        if more or not isinstance(t, Tasklet) or len(t.outputs) != 1:
             return None
-        loops.append(body[0])
-
-
-def _orientation(subset, row, col):
-    """False for ``[row, col]``, True for the transpose ``[col, row]``, else None."""
-    return {(row, col): False, (col, row): True}.get(tuple(subset))
+        return (*loops, *levels), t
+    return None

@@ -15,8 +15,7 @@ from dataclasses import replace
 
 import sympy as sp
 
-from ..sdfg.arithmetic import substitute
-from ..sdfg.nodes import MapScope, State, Tasklet
+from ..sdfg.nodes import MapScope, State, Tasklet, renamed
 from ..sdfg.visit import Transformer
 from .dependence import injective
 
@@ -143,7 +142,7 @@ def _fused(first, second, equal):
             isinstance(t, Tasklet) for t in first.body + second.body):
         return None
     rename = dict(zip(second.params, first.params))
-    body = tuple(_renamed(t, rename) for t in second.body)
+    body = tuple(renamed(t, rename) for t in second.body)
     if not _pointwise(first.body, body, first.params):
         return None
     return replace(first, body=first.body + body)
@@ -152,13 +151,6 @@ def _fused(first, second, equal):
 def _sized(ranges, equal):
     return ranges if not equal else tuple(tuple(sp.sympify(e).xreplace(equal) for e in r)
                                           for r in ranges)
-
-
-def _renamed(t, rename):
-    def memlet(m):
-        return replace(m, subset=tuple(e.xreplace(rename) for e in m.subset))
-    return Tasklet(tuple((c, memlet(m)) for c, m in t.inputs),
-                   tuple((memlet(m), substitute(e, rename)) for m, e in t.outputs), t.line)
 
 
 def _pointwise(first, second, params):

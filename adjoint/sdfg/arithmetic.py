@@ -153,6 +153,13 @@ def factors_of(expr):
     return [expr]
 
 
+def terms_of(expr):
+    """The terms of a sum, through the nesting of its binary nodes."""
+    if isinstance(expr, sp.Add):
+        return [t for a in expr.args for t in terms_of(a)]
+    return [expr]
+
+
 def evaluated(expr):
     """``expr`` rebuilt by sympy's rules, in canonical form: for derivatives, which may
     be simplified, before sympy's common-subexpression search (it takes a product's

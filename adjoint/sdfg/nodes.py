@@ -14,14 +14,14 @@ What describes -- ``Container``, ``Argument``, ``Memlet``, ``Guard`` -- compares
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional, Union
 
 import numpy as np
 import sympy as sp
 from sympy.core.function import AppliedUndef
 
-from .arithmetic import np_maximum, np_minimum
+from .arithmetic import np_maximum, np_minimum, substitute
 
 
 @dataclass(frozen=True)
@@ -425,6 +425,14 @@ def as_reduction(t):
     (m, _), = t.outputs
     inputs = tuple((c, i) for c, i in t.inputs if c != own)
     return Tasklet(inputs, ((Memlet(m.data, m.subset, op), rest),), t.line)
+
+
+def renamed(t, rename):
+    """The tasklet ``t`` with the index symbols ``rename`` maps replaced."""
+    def memlet(m):
+        return replace(m, subset=tuple(e.xreplace(rename) for e in m.subset))
+    return Tasklet(tuple((c, memlet(m)) for c, m in t.inputs),
+                   tuple((memlet(m), substitute(e, rename)) for m, e in t.outputs), t.line)
 
 
 def every_element(container, make, line=0):

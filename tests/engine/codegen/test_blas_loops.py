@@ -1,5 +1,6 @@
 """Matrix products written as loops (analysis/blas.py): with BLAS they become MatMul
-nodes, forward and adjoint; nests that are not exactly a product over whole containers
+nodes, forward and adjoint, the rest of the loop reading the product (a triangle, a
+function of the sum); nests that are not a product of values the loop does not change
 stay loops. Either way the results are those of the kernel run as Python, and the
 gradients those of finite differences."""
 import numpy as np
@@ -7,9 +8,9 @@ import pytest
 
 from adjoint import float64, grad, jvp, kernel, options, symbol
 from adjoint.library import MatMul
-from adjoint.sdfg.nodes import LoopRegion, Tasklet, walk
+from adjoint.sdfg.nodes import tasklets, walk
 from adjoint.corpus.loops import gemm, make_gemm
-from adjoint.corpus.more import k2mm, k3mm, make_k2mm, make_k3mm
+from adjoint.corpus.more import doitgen, k2mm, k3mm, make_doitgen, make_k2mm, make_k3mm
 from kernel_testing import (arg_names, assert_arrays_close, assert_close_scalar, copy_args,
                             fd_atol, fd_directional, inner, random_direction, rng_for,
                             run_reference)
@@ -38,6 +39,49 @@ def row_prepared(C: float64[N, M], A: float64[N, K], B: float64[K, M]) -> float:
 def triangular(C: float64[N, N], A: float64[N, K], B: float64[K, N]) -> float:
     for i in range(N):
         for j in range(i):
+            for k in range(K):
+                C[i, j] += A[i, k] * B[k, j]
+    return np.sum(C * C)
+
+
+def dense(X: float64[N, K], W: float64[K, M], b: float64[M], H: float64[N, M]) -> float:
+    for n in range(N):                  # the sum in a scalar, a function of it stored
+        for m in range(M):
+            s = b[m]
+            for k in range(K):
+                s += X[n, k] * W[k, m]
+            H[n, m] = np.tanh(s)
+    return np.sum(H * H)
+
+
+def column_products(A: float64[K, N], B: float64[K, N], C: float64[N, N]) -> float:
+    for i in range(N - 1):              # covariance's form: a sum of columns' products
+        for j in range(i + 1, N):
+            C[i, j] = np.sum(A[:, i] * B[:, j]) / 3.0
+            C[j, i] = C[i, j]
+    return np.sum(C * C * C)
+
+
+def two_products(C: float64[N, N], A: float64[N, K], B: float64[N, K], alpha: float) -> float:
+    for i in range(N):                  # syr2k's: a sum of two products, a triangle
+        for k in range(K):
+            C[i, :i + 1] += A[:i + 1, k] * alpha * B[i, k] + B[:i + 1, k] * alpha * A[i, k]
+    return np.sum(C * C)
+
+
+def in_place_rows(A: float64[N, K], W: float64[K, K]) -> float:
+    for i in range(N):                  # row i's later sums read its new elements
+        for j in range(K):
+            s = 0.0
+            for k in range(K):
+                s += A[i, k] * W[k, j]
+            A[i, j] = s
+    return np.sum(A * A)
+
+
+def band(C: float64[N, N], A: float64[N, K], B: float64[K, N]) -> float:
+    for i in range(N - 2):              # three columns a row: a whole product wastes work
+        for j in range(i, i + 3):
             for k in range(K):
                 C[i, j] += A[i, k] * B[k, j]
     return np.sum(C * C)
@@ -90,16 +134,24 @@ def _args(k, rng, n=5):
     shapes = {"C": (n, n + 1), "A": (n, n + 2), "B": (n + 2, n + 1), "w": (n + 2,)}
     if k.__name__ == "transposed":
         shapes.update(A=(n + 2, n), B=(n + 1, n + 2))
-    if k.__name__ in ("triangular", "reads_other_element"):
+    if k.__name__ in ("triangular", "reads_other_element", "band"):
         shapes.update(C=(n, n), B=(n + 2, n))
+    if k.__name__ in ("column_products", "two_products"):
+        shapes.update(C=(n, n), A=(n + 2, n), B=(n + 2, n))
+    if k.__name__ == "two_products":
+        shapes.update(A=(n, n + 2), B=(n, n + 2))
+    shapes.update(X=(n, n + 2), W=(n + 2, n + 1), b=(n + 1,), H=(n, n + 1))
+    if k.__name__ == "in_place_rows":
+        shapes.update(W=(n + 2, n + 2))
     return tuple(rng.standard_normal(shapes[name]) if name in shapes else 1.3
                  for name in arg_names(k))
 
 
-LOOPS = [triangular, reads_other_element, scales_by_first_row, writes_operand, partial_range,
-         weighted]
-PRODUCTS = {gemm: 1, k2mm: 2, k3mm: 3, transposed: 1, row_prepared: 1}
-CASES = {gemm: make_gemm, k2mm: make_k2mm, k3mm: make_k3mm}
+LOOPS = [reads_other_element, writes_operand, weighted, in_place_rows, band]
+PRODUCTS = {gemm: 1, k2mm: 2, k3mm: 3, transposed: 1, row_prepared: 1, triangular: 1,
+            partial_range: 1, scales_by_first_row: 1, dense: 1, column_products: 1,
+            two_products: 2, doitgen: 1}
+CASES = {gemm: make_gemm, k2mm: make_k2mm, k3mm: make_k3mm, doitgen: make_doitgen}
 
 
 def _kernel_and_args(func):
@@ -114,10 +166,12 @@ def _sdfg(k, args):
     return k.specializations[0].sdfg
 
 
-def _deep_tasklets(sdfg):
-    """Tasklets inside three or more loops."""
-    return [n for n, context in walk(sdfg.body) if isinstance(n, Tasklet)
-            and sum(isinstance(c, LoopRegion) for c in context) >= 3]
+def _products_left(sdfg):
+    """Tasklets in loops reading elements of two matrices besides the one they write."""
+    def matrices(t):
+        outputs = {m for m, _ in t.outputs}
+        return [m for _, m in t.inputs if len(m.subset) >= 2 and m not in outputs]
+    return [t for t, context, _ in tasklets(sdfg.body) if context and len(matrices(t)) >= 2]
 
 
 @pytest.fixture
@@ -131,7 +185,7 @@ def test_products_become_matmuls(func, blas_linked):
     k, args = _kernel_and_args(func)
     sdfg = _sdfg(k, args)
     assert sum(isinstance(n, MatMul) for n, _ in walk(sdfg.body)) == PRODUCTS[func]
-    assert not _deep_tasklets(sdfg)
+    assert not _products_left(sdfg)
     assert "[matmul" in k.explain()
 
 
@@ -140,7 +194,7 @@ def test_other_nests_stay_loops(func, blas_linked):
     k, args = _kernel_and_args(func)
     sdfg = _sdfg(k, args)
     assert not any(isinstance(n, MatMul) for n, _ in walk(sdfg.body))
-    assert _deep_tasklets(sdfg)
+    assert _products_left(sdfg)
 
 
 def _check_values_and_gradient(k, args):

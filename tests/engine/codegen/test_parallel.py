@@ -276,13 +276,15 @@ def test_flat_recording_loops_place_tape_values_by_iteration():
     assert "#pragma omp simd reduction(+:sc_acc0)" in src
 
 
-def test_a_loop_adding_into_fixed_and_own_elements_of_one_array_vectorises():
-    """syrk's adjoint adds into gA[i, k] (fixed across the j loop) and gA[j, k] (its
-    own element): both only additions, so gA[i, k]'s share waits in a local accumulator
-    and the loop is a simd reduction (it ran serially, 14x the forward's time)."""
+def test_a_loop_adding_into_fixed_and_own_elements_of_one_array_vectorises(monkeypatch):
+    """syrk's adjoint, its loops kept (without BLAS; with it the product is a MatMul),
+    adds into gA[i, k] (fixed across the j loop) and gA[j, k] (its own element): both
+    only additions, so gA[i, k]'s share waits in a local accumulator and the loop is a
+    simd reduction (it ran serially, 14x the forward's time)."""
     import re
     from adjoint.corpus.more import CASES
     from kernel_testing import rng_for
+    monkeypatch.setattr(options, "blas", False)
     case = {c.name: c for c in CASES}["syrk"]
     args = case.make_args(rng_for("syrk-simd"))
     src = case.kernel.specialize(args).backward(frozenset(case.wrt),
