@@ -134,8 +134,13 @@ class MatMul(LibraryNode):
     def ger(self):
         """(x, its stride, y, its stride) when the product adds an outer product of two
         vectors to out (``abar += g x^T``: dger), else None."""
+        return self.outer() if self.accumulate else None
+
+    def outer(self):
+        """(x, its stride, y, its stride) when the product is the outer product of two
+        vectors, out (+)= x y^T, else None."""
         _, k, _ = self.op_dims()
-        if k != 1 or not self.accumulate:
+        if k != 1:
             return None
         (_, lda), (_, ldb) = self.a_dims, self.b_dims
         return self.a, (1 if self.trans_a else lda), self.b, (ldb if self.trans_b else 1)
