@@ -85,21 +85,23 @@ def _meeting(first, second, between):
     """(the regions ``between`` that run before the pair, those after) when the states
     ``first`` and ``second`` hold products of one kind on one matrix (see _same_matrix)
     that may run together: each region between commutes with ``second`` (which moves up
-    past it) or with ``first`` (which moves down past it, and so does the region past
-    those before it that stay after the pair); else None."""
+    past it) or else with ``first`` (which moves down past it), and so does each region
+    that one, running before the pair now, may not move up past; else None."""
     one, other = _vector_product(first), _vector_product(second)
     if one is None or other is None or not _same_matrix(one, other) or \
             one.gemv() and not _commute(first, second):
         return None
-    before, after = [], []
-    for r in between:
-        if _commute(r, second):
-            after.append(r)
-        elif _commute(r, first) and all(_commute(r, a) for a in after):
-            before.append(r)
-        else:
-            return None
-    return before, after
+    ahead = [not _commute(r, second) for r in between]     # must run before the pair
+    moved = True
+    while moved:        # and what such a region needs to have run first (gemver's reverse)
+        moved = False
+        for i, r in enumerate(between):
+            if not ahead[i] and any(ahead[j] and not _commute(r, between[j])
+                                    for j in range(i + 1, len(between))):
+                ahead[i] = moved = True
+    if any(a and not _commute(r, first) for r, a in zip(between, ahead)):
+        return None
+    return [r for r, a in zip(between, ahead) if a], [r for r, a in zip(between, ahead) if not a]
 
 
 def _same_matrix(first, second):

@@ -204,6 +204,13 @@ class MatMul(LibraryNode):
         at = f"{a}[sc_k * {lda} + sc_i]" if self.trans_a else f"{a}[sc_i * {lda} + sc_k]"
         bt = f"{b}[sc_j * {ldb} + sc_k]" if self.trans_b else f"{b}[sc_k * {ldb} + sc_j]"
         gen.open(f"for (int64_t sc_i = 0; sc_i < {m}; ++sc_i)")
+        if self.outer() is not None and not self.accumulate:    # each element written once
+            gen.emit("const int64_t sc_k = 0;")
+            gen.emit(f"const double sc_a = {at};")
+            gen.emit(f"for (int64_t sc_j = 0; sc_j < {n}; ++sc_j) "
+                     f"{c}[sc_i * {ldc} + sc_j] = sc_a * {bt};")
+            gen.close()
+            return
         if not self.accumulate:
             gen.emit(f"for (int64_t sc_j = 0; sc_j < {n}; ++sc_j) {c}[sc_i * {ldc} + sc_j] = 0.0;")
         gen.open(f"for (int64_t sc_k = 0; sc_k < {k}; ++sc_k)")

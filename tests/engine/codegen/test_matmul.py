@@ -1,5 +1,7 @@
 """Matrix products (@, np.dot, np.matmul, .dot) as library nodes: BLAS or loops,
 with adjoints that are matrix products again."""
+import re
+
 import numpy as np
 import pytest
 
@@ -88,6 +90,16 @@ def touched_pairs(A: float64[N, K], p: float64[K], r: float64[N]) -> float:
 
 
 @kernel
+def chained_pairs(A: float64[N, N], y: float64[N], x: float64[N]) -> float:
+    """NPBench's gemver: the second outer product's vector is made from the first's
+    transposed product (x's adjoint), so those run before the pair, the zeroing of the
+    first's vector after it."""
+    x += 0.5 * y @ A
+    w = 1.5 * A @ x
+    return np.sum(w * w)
+
+
+@kernel
 def symmetric(A: float64[N, K], W: float64[N, N], V: float64[K, K]) -> float:
     """A matrix times its own transpose, both ways (BLAS dsyrk and a mirrored triangle)."""
     return np.sum((A @ A.T) * W) + np.sum(np.dot(A.T, A) * V)
@@ -121,6 +133,8 @@ def _args(k, rng):
         "rank_one_pairs": (rng.standard_normal((6, 5)), rng.standard_normal(5),
                            rng.standard_normal(6), rng.standard_normal(5),
                            rng.standard_normal(6)),
+        "chained_pairs": (rng.standard_normal((5, 5)), rng.standard_normal(5),
+                          rng.standard_normal(5)),
         "touched_pairs": (rng.standard_normal((6, 5)), rng.standard_normal(5),
                           rng.standard_normal(6)),
         "pairs": (rng.standard_normal((6, 5)), rng.standard_normal(5), rng.standard_normal(6),
@@ -137,7 +151,7 @@ def _args(k, rng):
 
 
 KERNELS = [mlp, gram, recurrent, mixed_operands, contractions, vector_products, pairs,
-           rank_one_pairs, touched_pairs, symmetric, scaled, reshaped]
+           rank_one_pairs, touched_pairs, chained_pairs, symmetric, scaled, reshaped]
 
 
 def _copy(args):
@@ -206,19 +220,38 @@ def test_products_of_one_matrix_pass_over_it_once():
 
 
 @pytest.mark.c_source
-@pytest.mark.parametrize("k, assigned", [(rank_one_pairs, True), (touched_pairs, False)],
-                         ids=["first touch", "touched"])
+@pytest.mark.parametrize("k, assigned", [(rank_one_pairs, True), (touched_pairs, False),
+                                         (chained_pairs, True)],
+                         ids=["first touch", "touched", "chained"])
 def test_two_outer_products_into_one_adjoint_pass_over_it_once(k, assigned):
     """The reverse of two products of one matrix: its adjoint's two rank-1 updates in one
     pass (no dger), assigning it where nothing touched it before; and the two transposed
     products reading the matrix in one pass too."""
     args = _args(k, np.random.default_rng(0))
-    backward = k.specialize(args).backward(frozenset({"A", "p", "r"}),
+    backward = k.specialize(args).backward(frozenset(_floating(k, args)),
                                            frozenset({"__return"})).source
     assert backward.count("two rank-1 updates, one pass") == 1 and "sc_dger(" not in backward
     assert ("sc_row[sc_j] = (sc_row[sc_j] + " not in backward) == assigned
     # the forward's pair in the forward and record entries, the reverse's own
-    assert backward.count("two products, one pass over the matrix") == 3
+    assert backward.count("two products, one pass over the matrix") == \
+        (0 if k is chained_pairs else 3)
+
+
+@pytest.mark.c_source
+def test_an_outer_product_assigned_writes_each_element_once():
+    """gesummv's matrix adjoints, first touched by an outer product: each element
+    assigned, not zeroed (a memset per row) and then added to."""
+    @kernel
+    def squashed(A: float64[N, K], x: float64[K]) -> float:
+        return np.sum(np.sin(A @ x))
+    args = (np.random.default_rng(0).standard_normal((4, 3)), np.ones(3))
+    backward = squashed.specialize(args).backward(frozenset({"A"}),
+                                                  frozenset({"__return"})).source
+    assert re.search(r"v___g_A\[[^]]*\] = sc_a \* ", backward)
+    assert not re.search(r"v___g_A\[[^]]*\] = 0\.0", backward)
+    g = grad(squashed, wrt="A")(*args)
+    np.testing.assert_allclose(g, np.cos(args[0] @ args[1])[:, None] * args[1][None, :],
+                               rtol=1e-13)
 
 
 @pytest.mark.c_source
