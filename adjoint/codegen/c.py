@@ -264,7 +264,7 @@ class OpenMPPrinter(StatementPrinter):
             self._shared(worth, f"sc_trip({a}, {b}, {s})", self.loop_vars[:-1],
                          lambda: self._sequential_loop(share))
             return
-        self.emit(f"#pragma omp parallel for schedule(static) if({worth})")
+        self.emit(f"#pragma omp parallel for{self._simd(plan)} schedule(static) if({worth})")
         self.in_parallel = True
         try:
             self._sequential_loop(loop)
@@ -407,6 +407,11 @@ class OpenMPPrinter(StatementPrinter):
                                          lines + ["}"]) + "\n")
         return name, [p for _, p in decls]
 
+    @staticmethod
+    def _simd(plan):
+        """The ``simd`` of a loop on threads whose shares are SIMD lanes too."""
+        return " simd" if plan.simd else ""
+
     def _worth(self, threads):
         """The C test whether a construct's threads start (schedule.Threads)."""
         return f"{self.index.doprint(threads.work)} >= {threads.least}"
@@ -453,7 +458,7 @@ class OpenMPPrinter(StatementPrinter):
             if plan.threading is Threading.SUMMED:
                 self._summed_parallel(loop, worth, iterations)
                 return
-            self.emit(f"#pragma omp parallel for schedule(static) if({worth})")
+            self.emit(f"#pragma omp parallel for{self._simd(plan)} schedule(static) if({worth})")
             self.in_parallel = True
             iterations()
             self.in_parallel = False

@@ -88,8 +88,12 @@ class _Scheduler(Transformer):
             threading = Threading.SUMMED if loop.sums else \
                 Threading.SHARED if nested else Threading.ROWS
         slots = slot_layout(loop)
+        # independent iterations, nothing inside but tasklets: SIMD's as well (GCC does
+        # not see past the pointers OpenMP hands the loop's outlined function)
+        simd = threading is Threading.ROWS and \
+            tasklets_only(loop.body, allow=(Push, Pop)) is not None
         return LoopSchedule(threads, threading, tape, self._reduction(loop), slots,
-                            self._slot_reduction(loop) if slots else None, polls)
+                            self._slot_reduction(loop) if slots else None, polls, simd=simd)
 
     def _reduction(self, loop):
         """SIMD sums of the loop run in order (as it is, or as the one-thread copy of a

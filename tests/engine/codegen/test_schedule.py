@@ -286,3 +286,16 @@ def test_a_recording_map_sums_into_scalars_through_partial_sums():
         assert {m.data for m in loop.schedule.slot_reduction.sums} == sums
     source = _source(schedule(region.reverse))
     assert "sc_part___g_lo" in source and "#pragma omp simd reduction(+:sc_acc0)" in source
+
+
+def test_rows_of_an_innermost_loop_on_threads_are_simd_lanes_too():
+    """masked_updates' reverse loop (its sums x's and y's own elements): its iterations
+    independent, only tasklets and pops inside, `omp parallel for simd` (GCC does not
+    vectorise the loop OpenMP outlines without it); a loop around loops is not."""
+    spec = masked_updates.specialize((np.ones(6), np.ones(6), 0.5))
+    region, = spec.backward(frozenset({"x", "y"}), frozenset({"__return"})).adjoint.regions
+    reverse, = [r for r in _loops(schedule(region.reverse)) if r.schedule.tape]
+    assert reverse.schedule.threading is Threading.ROWS and reverse.schedule.simd
+    assert "#pragma omp parallel for simd" in _source(schedule(region.reverse))
+    top, _ = _loops(schedule(_sdfg(rows, np.ones((6, 6)), np.zeros(6))))
+    assert top.schedule.threading is Threading.ROWS and not top.schedule.simd
