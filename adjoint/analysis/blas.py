@@ -21,6 +21,7 @@ import sympy as sp
 from ..sdfg.arithmetic import factors_of
 from ..library.matmul import MatMul
 from ..library.matvec import MatVecPair
+from ..schedule.tape import uses_tape
 from ..sdfg.nodes import (Container, LoopRegion, MapScope, Memlet, Sequence, State,
                           Tasklet, every_element, index_loads, self_update, walk)
 from ..sdfg.visit import Transformer, flattened
@@ -116,9 +117,11 @@ def _same_matrix(first, second):
 
 
 def _commute(r, q):
-    """Whether regions ``r`` and ``q`` may swap: neither writes what the other touches."""
+    """Whether regions ``r`` and ``q`` may swap: neither writes what the other touches,
+    and not both push or pop (the tape's order is theirs)."""
     (r_reads, r_writes), (q_reads, q_writes) = _touches(r), _touches(q)
-    return not (r_writes & (q_reads | q_writes) or q_writes & r_reads)
+    return not (r_writes & (q_reads | q_writes) or q_writes & r_reads or
+                uses_tape(r) and uses_tape(q))
 
 
 def _touches(region):

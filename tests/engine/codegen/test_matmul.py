@@ -100,6 +100,18 @@ def chained_pairs(A: float64[N, N], y: float64[N], x: float64[N]) -> float:
 
 
 @kernel
+def taped_between(A: float64[N, K], p: float64[K], r: float64[N], x: float64[N],
+                  y: float64[N]) -> float:
+    """Overwrites recorded between the products: their restores (pops) between the
+    outer products of the reverse keep their order whichever side of the pair."""
+    s = r @ A
+    x[:] = np.sin(x) * s[0]
+    y[:] = np.cos(y * x)
+    q = A @ p
+    return np.sum(s * s) + np.sum(q * x * y)
+
+
+@kernel
 def symmetric(A: float64[N, K], W: float64[N, N], V: float64[K, K]) -> float:
     """A matrix times its own transpose, both ways (BLAS dsyrk and a mirrored triangle)."""
     return np.sum((A @ A.T) * W) + np.sum(np.dot(A.T, A) * V)
@@ -133,6 +145,9 @@ def _args(k, rng):
         "rank_one_pairs": (rng.standard_normal((6, 5)), rng.standard_normal(5),
                            rng.standard_normal(6), rng.standard_normal(5),
                            rng.standard_normal(6)),
+        "taped_between": (rng.standard_normal((6, 5)), rng.standard_normal(5),
+                          rng.standard_normal(6), rng.standard_normal(6),
+                          rng.standard_normal(6)),
         "chained_pairs": (rng.standard_normal((5, 5)), rng.standard_normal(5),
                           rng.standard_normal(5)),
         "touched_pairs": (rng.standard_normal((6, 5)), rng.standard_normal(5),
@@ -151,7 +166,8 @@ def _args(k, rng):
 
 
 KERNELS = [mlp, gram, recurrent, mixed_operands, contractions, vector_products, pairs,
-           rank_one_pairs, touched_pairs, chained_pairs, symmetric, scaled, reshaped]
+           rank_one_pairs, touched_pairs, chained_pairs, taped_between, symmetric, scaled,
+           reshaped]
 
 
 def _copy(args):
