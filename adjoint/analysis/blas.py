@@ -34,6 +34,7 @@ import sympy as sp
 from ..sdfg.arithmetic import factors_of, terms_of
 from ..library.matmul import MatMul
 from ..library.matvec import MatVecPair
+from ..schedule.tape import uses_tape
 from ..sdfg.nodes import (Container, LoopRegion, MapScope, Memlet, Sequence, State,
                           Tasklet, every_element, index_loads, renamed, self_update,
                           tasklets, walk)
@@ -49,46 +50,97 @@ def products(sdfg):
 
 
 def paired(sdfg):
-    """The SDFG with each two matrix-vector products of one matrix in one sequence as one
-    ``MatVecPair`` in the first's place (one pass over the matrix), where the second
-    moves up safely: neither it nor what runs between writes what the other reads or
-    writes. After differentiation (the pair has no derivative rules), on the CPU."""
+    """The SDFG with each two matrix-vector products of one matrix (or two rank-1 updates
+    of one matrix, the adjoint of two such products) in one sequence as one
+    ``MatVecPair`` (one pass over the matrix), where they may meet: each statement
+    between them moves before the pair (the first moving down past it) or after it
+    (the second moving up), in order, swapping only statements that commute. After
+    differentiation (the pair has no derivative rules), on the CPU."""
     return sdfg.replace(body=_Pairs().region(sdfg.body))
 
 
 class _Pairs(Transformer):
     def elements(self, elements):
-        out = super().elements(elements)
+        out = [state for e in super().elements(elements) for state in _one_per_product(e)]
         k = 0
         while k < len(out):
-            first = _vector_product(out[k])
-            j = next((j for j in range(k + 1, len(out)) if first is not None and
-                      _pairs(first, _vector_product(out[j]), out[k + 1:j])), None)
-            if j is not None:
-                out[k] = State((MatVecPair(first, _vector_product(out[j]), first.line),),
-                               out[k].label)
-                del out[j]
-            k += 1
+            for j in range(k + 1, len(out)):
+                moves = _meeting(out[k], out[j], out[k + 1:j])
+                if moves is not None:
+                    first, second = _vector_product(out[k]), _vector_product(out[j])
+                    pair = State((MatVecPair(first, second, first.line),), out[k].label)
+                    out[k:j + 1] = [*moves[0], pair, *moves[1]]
+                    break
+            else:
+                k += 1          # else what now stands at k may pair in turn
         return out
 
 
-def _vector_product(region):
-    """The MatMul of a matrix and a vector that is all of ``region``, else None."""
+def _one_per_product(region):
+    """A state holding a matrix-vector product or an outer product among other nodes as
+    one state per node, in order (so each product may pair); other regions as they are."""
     nodes = region.nodes if isinstance(region, State) else ()
-    if len(nodes) == 1 and isinstance(nodes[0], MatMul) and nodes[0].gemv() is not None:
+    if len(nodes) < 2 or not any(_vector_product(State((n,))) for n in nodes):
+        return [region]
+    return [State((n,), region.label) for n in nodes]
+
+
+def _vector_product(region):
+    """The MatMul of a matrix and a vector, or of two vectors (an outer product), that
+    is all of ``region``, else None."""
+    nodes = region.nodes if isinstance(region, State) else ()
+    if len(nodes) == 1 and isinstance(nodes[0], MatMul) and (
+            nodes[0].gemv() is not None or nodes[0].outer() is not None):
         return nodes[0]
     return None
 
 
-def _pairs(first, second, between):
-    """Whether ``second`` (a product, or None) reads ``first``'s matrix and may run with it,
-    before the regions ``between``."""
-    if second is None or first.gemv()[:2] != second.gemv()[:2]:
-        return False
-    touched = [(a.data, a.kind) for r in between for a in accesses(r)]
-    written = set(first.writes()) | {d for d, kind in touched if kind != READ}
-    used = set(first.reads()) | set(first.writes()) | {d for d, _ in touched}
-    return not (written & set(second.reads()) or used & set(second.writes()))
+def _meeting(first, second, between):
+    """(the regions ``between`` that run before the pair, those after) when the states
+    ``first`` and ``second`` hold products of one kind on one matrix (see _same_matrix)
+    that may run together: each region between commutes with ``second`` (which moves up
+    past it) or else with ``first`` (which moves down past it), and so does each region
+    that one, running before the pair now, may not move up past; else None."""
+    one, other = _vector_product(first), _vector_product(second)
+    if one is None or other is None or not _same_matrix(one, other) or \
+            one.gemv() and not _commute(first, second):
+        return None
+    ahead = [not _commute(r, second) for r in between]     # must run before the pair
+    moved = True
+    while moved:        # and what such a region needs to have run first (gemver's reverse)
+        moved = False
+        for i, r in enumerate(between):
+            if not ahead[i] and any(ahead[j] and not _commute(r, between[j])
+                                    for j in range(i + 1, len(between))):
+                ahead[i] = moved = True
+    if any(a and not _commute(r, first) for r, a in zip(between, ahead)):
+        return None
+    return [r for r, a in zip(between, ahead) if a], [r for r, a in zip(between, ahead) if not a]
+
+
+def _same_matrix(first, second):
+    """Two products of one matrix (``gemv``: its name and dims), or two outer products
+    into one matrix, the second adding to what the first left there (and reading it
+    nowhere else)."""
+    if first.gemv() is not None:
+        return second.gemv() is not None and first.gemv()[:2] == second.gemv()[:2]
+    return second.outer() is not None and second.accumulate and \
+        (first.out, first.out_dims) == (second.out, second.out_dims) and \
+        first.out not in (second.a, second.b)
+
+
+def _commute(r, q):
+    """Whether regions ``r`` and ``q`` may swap: neither writes what the other touches,
+    and not both push or pop (the tape's order is theirs)."""
+    (r_reads, r_writes), (q_reads, q_writes) = _touches(r), _touches(q)
+    return not (r_writes & (q_reads | q_writes) or q_writes & r_reads or
+                uses_tape(r) and uses_tape(q))
+
+
+def _touches(region):
+    """(containers ``region`` reads, those it writes or adds into)."""
+    touched = [(a.data, a.kind) for a in accesses(region)]
+    return {d for d, kind in touched if kind == READ}, {d for d, kind in touched if kind != READ}
 
 
 class _Products(Transformer):

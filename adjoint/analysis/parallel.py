@@ -164,9 +164,10 @@ def _written(node):
 
 def shared_sums(node):
     """Containers a map accumulates into from several iterations (atomic updates);
-    sums into scalars are excluded (they use per-thread partial sums)."""
+    sums into scalars are excluded (they use per-thread partial sums). Pushes and pops
+    (a recording map's) add into nothing."""
     subsets = {}
-    for t in node.body:
+    for t in _tasklets(node):
         for m, _ in t.outputs:
             if m.wcr and m.subset:
                 subsets.setdefault(m.data, set()).add(m.subset)
@@ -182,7 +183,12 @@ def shared_across_rows(node):
     p, inner = node.params[0], set(node.params[1:])
     out = set()
     for name in shared_sums(node):
-        subsets = [m.subset for t in node.body for m, _ in t.outputs if m.data == name]
+        subsets = [m.subset for t in _tasklets(node) for m, _ in t.outputs if m.data == name]
         if any(not same_iteration(w, a, (p,), inner) for w in subsets for a in subsets):
             out.add(name)
     return out
+
+
+def _tasklets(node):
+    """A map's tasklets (not its pushes and pops)."""
+    return [t for t in node.body if isinstance(t, Tasklet)]

@@ -264,7 +264,7 @@ class OpenMPPrinter(StatementPrinter):
             self._shared(worth, f"sc_trip({a}, {b}, {s})", self.loop_vars[:-1],
                          lambda: self._sequential_loop(share))
             return
-        self.emit(f"#pragma omp parallel for schedule(static) if({worth})")
+        self.emit(f"#pragma omp parallel for{self._simd(plan)} schedule(static) if({worth})")
         self.in_parallel = True
         try:
             self._sequential_loop(loop)
@@ -407,6 +407,11 @@ class OpenMPPrinter(StatementPrinter):
                                          lines + ["}"]) + "\n")
         return name, [p for _, p in decls]
 
+    @staticmethod
+    def _simd(plan):
+        """The ``simd`` of a loop on threads whose shares are SIMD lanes too."""
+        return " simd" if plan.simd else ""
+
     def _worth(self, threads):
         """The C test whether a construct's threads start (schedule.Threads)."""
         return f"{self.index.doprint(threads.work)} >= {threads.least}"
@@ -415,9 +420,11 @@ class OpenMPPrinter(StatementPrinter):
         """A parallel loop whose iterations each push (or each pop) the same number k of
         tape values: each finds its place from its index, where the loop's serial code
         puts them (in slots, or in the q-th block of k values), so that the reverse
-        finds them whether or not either loop runs on threads. Inside another loop, one
-        function over each thread's share of the iterations (see _shared), which takes
-        the tape and the positions."""
+        finds them whether or not either loop runs on threads. Inside another loop, or
+        when its only sums are scalars', one function over each thread's share of the
+        iterations (see _shared), which takes the tape and the positions; its scalars
+        summed through partial sums, in SIMD accumulators within a share (the loop's
+        slot reduction)."""
         plan = decided(loop)
         kind, per = plan.tape.kind, plan.tape.per
         slotted = plan.slots is not None
@@ -426,6 +433,9 @@ class OpenMPPrinter(StatementPrinter):
         def iterations(share=None):
             if slotted:                 # the slots' counter, for each copy of the loop
                 self._use_slots(loop, int(per), kind == "pop")
+            if share and plan.slot_reduction:   # a share's sums in SIMD accumulators
+                self._reduce(plan.slot_reduction, lambda: self._open_counted(loop, True, share))
+                return
             self._open_counted(loop, True, share)
             if not slotted:             # each thread's own position, in the q-th block
                 q = f"k{var} + 1" if kind == "pop" else f"k{var}"
@@ -440,15 +450,15 @@ class OpenMPPrinter(StatementPrinter):
             else:
                 self.emit("const int64_t sc_tp0 = sc_tp;")
                 tape = [("const int64_t sc_tp0", "sc_tp0")]
-            if plan.threading is Threading.SHARED:
+            if plan.threading is Threading.SHARED:     # its sums are scalars'
                 self._shared(worth, f"n{var}", self.loop_vars[:-1],
-                             lambda: iterations(("sc_k0", "sc_k1")),
+                             lambda: iterations(("sc_k0", "sc_k1")), loop.sums,
                              tape=[("double *restrict sc_tape", "sc_tape")] + tape)
                 return
             if plan.threading is Threading.SUMMED:
                 self._summed_parallel(loop, worth, iterations)
                 return
-            self.emit(f"#pragma omp parallel for schedule(static) if({worth})")
+            self.emit(f"#pragma omp parallel for{self._simd(plan)} schedule(static) if({worth})")
             self.in_parallel = True
             iterations()
             self.in_parallel = False

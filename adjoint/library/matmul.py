@@ -134,8 +134,13 @@ class MatMul(LibraryNode):
     def ger(self):
         """(x, its stride, y, its stride) when the product adds an outer product of two
         vectors to out (``abar += g x^T``: dger), else None."""
+        return self.outer() if self.accumulate else None
+
+    def outer(self):
+        """(x, its stride, y, its stride) when the product is the outer product of two
+        vectors, out (+)= x y^T, else None."""
         _, k, _ = self.op_dims()
-        if k != 1 or not self.accumulate:
+        if k != 1:
             return None
         (_, lda), (_, ldb) = self.a_dims, self.b_dims
         return self.a, (1 if self.trans_a else lda), self.b, (ldb if self.trans_b else 1)
@@ -199,6 +204,13 @@ class MatMul(LibraryNode):
         at = f"{a}[sc_k * {lda} + sc_i]" if self.trans_a else f"{a}[sc_i * {lda} + sc_k]"
         bt = f"{b}[sc_j * {ldb} + sc_k]" if self.trans_b else f"{b}[sc_k * {ldb} + sc_j]"
         gen.open(f"for (int64_t sc_i = 0; sc_i < {m}; ++sc_i)")
+        if self.outer() is not None and not self.accumulate:    # each element written once
+            gen.emit("const int64_t sc_k = 0;")
+            gen.emit(f"const double sc_a = {at};")
+            gen.emit(f"for (int64_t sc_j = 0; sc_j < {n}; ++sc_j) "
+                     f"{c}[sc_i * {ldc} + sc_j] = sc_a * {bt};")
+            gen.close()
+            return
         if not self.accumulate:
             gen.emit(f"for (int64_t sc_j = 0; sc_j < {n}; ++sc_j) {c}[sc_i * {ldc} + sc_j] = 0.0;")
         gen.open(f"for (int64_t sc_k = 0; sc_k < {k}; ++sc_k)")

@@ -1,13 +1,19 @@
-"""Two matrix-vector products of one matrix in one pass over it.
+"""Two matrix-vector products of one matrix, or two rank-1 updates of one, in one pass
+over it.
 
 Made by ``analysis/blas.py: paired`` from two ``MatMul`` nodes whose ``gemv()`` names the
-same matrix (``r @ A`` and ``A @ p``; ``A @ y1`` and ``A.T @ y2``), after
+same matrix (``r @ A`` and ``A @ p``; ``A @ y1`` and ``A.T @ y2``), or which both add
+an outer product to one matrix (the second accumulating: the adjoint of two products of
+one matrix, ``gA += g1 p^T`` and ``gA += r g2^T``), after
 differentiation and on the CPU only, so it has no derivative rules and no CUDA code:
 each row of the matrix, read once, feeds both products, a dot product with the row
 (``A @ x``) or an update of the whole output (``A.T @ x``), which halves the memory
 traffic of two BLAS dgemv calls. Rows go four at a time, so that ``A.T @ x`` loads
 and stores its output once per four rows. The sums run in another order than BLAS's:
-the results agree to rounding.
+the results agree to rounding. Two rank-1 updates write each row once, ``out[i, :] =
+(out[i, :] + x1[i] y1) + x2[i] y2`` in the two updates' order (the first assigning
+where first touch made it so: no zeros before), not two dger passes reading and
+writing all of it.
 """
 from dataclasses import dataclass
 
@@ -43,7 +49,11 @@ class MatVecPair(LibraryNode):
     def emit(self, gen):
         """Zero the outputs assigned, then rows in blocks of ROWS (the rest one at a time):
         per block a dot product per row for each plain product and one update of the
-        output for each transposed one, in one simd loop over the columns."""
+        output for each transposed one, in one simd loop over the columns. Rank-1
+        updates: see _updates."""
+        if self.first.gemv() is None:
+            self._updates(gen)
+            return
         matrix, (rows, cols), _, _, _, _ = self.first.gemv()
         rows, cols = (gen.index.doprint(n) for n in (rows, cols))
         products = [self._product(gen, p) for p in (self.first, self.second)]
@@ -94,3 +104,22 @@ class MatVecPair(LibraryNode):
             for r in rows if not trans else ():
                 target = f"{out}[(sc_i + {r}) * {incy}]"
                 gen.emit(f"{target} {'+=' if accumulate else '='} sc_s{k}_{r};")
+
+    def _updates(self, gen):
+        """Each row of out once, both outer products added (the first assigned unless it
+        accumulates), in one simd loop over the columns."""
+        rows, cols = (gen.index.doprint(n) for n in self.first.op_dims()[::2])
+        ldc = gen.index.doprint(self.first.out_dims[1])
+        (x1, incx1, y1, incy1), (x2, incx2, y2, incy2) = (
+            [gen.pointer(v) if k % 2 == 0 else gen.index.doprint(v)
+             for k, v in enumerate(p.outer())] for p in (self.first, self.second))
+        gen.open(f"for (int64_t sc_i = 0; sc_i < {rows}; ++sc_i) "
+                 "/* two rank-1 updates, one pass */")
+        gen.emit(f"double *restrict sc_row = {gen.pointer(self.first.out)} + sc_i * {ldc};")
+        gen.emit(f"const double sc_t0 = {x1}[sc_i * {incx1}], sc_t1 = {x2}[sc_i * {incx2}];")
+        first = f"sc_t0 * {y1}[sc_j * {incy1}]"
+        first = f"(sc_row[sc_j] + {first})" if self.first.accumulate else first
+        gen.emit("#pragma omp simd")
+        gen.emit(f"for (int64_t sc_j = 0; sc_j < {cols}; ++sc_j) "
+                 f"sc_row[sc_j] = {first} + sc_t1 * {y2}[sc_j * {incy2}];")
+        gen.close()

@@ -49,7 +49,8 @@ class _Scheduler(Transformer):
             return super().elements(elements)
         split = []
         for e in elements:
-            split.extend(_recording_maps_as_loops(e) if isinstance(e, State) else [e])
+            split.extend(_recording_maps_as_loops(e, self.containers, bool(self.loops))
+                         if isinstance(e, State) else [e])
         return super().elements(split)
 
     def state(self, state):
@@ -80,15 +81,19 @@ class _Scheduler(Transformer):
         tape = TapeShare(*tape_per_iteration(loop)) if threads and uses_tape(loop.body) \
             else None
         threading = None
-        if threads and tape:
-            threading = Threading.SHARED if nested else \
-                Threading.SUMMED if loop.sums else Threading.ROWS
+        if threads and tape:     # sums into scalars only: partial sums of shares, SIMD's
+            threading = Threading.SHARED if nested or _scalars_only(loop.sums, self.containers) \
+                else Threading.SUMMED if loop.sums else Threading.ROWS
         elif threads:
             threading = Threading.SUMMED if loop.sums else \
                 Threading.SHARED if nested else Threading.ROWS
         slots = slot_layout(loop)
+        # independent iterations, nothing inside but tasklets: SIMD's as well (GCC does
+        # not see past the pointers OpenMP hands the loop's outlined function)
+        simd = threading is Threading.ROWS and \
+            tasklets_only(loop.body, allow=(Push, Pop)) is not None
         return LoopSchedule(threads, threading, tape, self._reduction(loop), slots,
-                            self._slot_reduction(loop) if slots else None, polls)
+                            self._slot_reduction(loop) if slots else None, polls, simd=simd)
 
     def _reduction(self, loop):
         """SIMD sums of the loop run in order (as it is, or as the one-thread copy of a
@@ -123,9 +128,7 @@ class _Scheduler(Transformer):
                                    private=node.private) if s.is_number else None
         if not node.parallel or shared_sums(node) and (self.loops or not _sums_only(node)):
             return MapSchedule(reduction=reduction)
-        sums = tuple(sorted({m.data for t in node.body for m, _ in t.outputs
-                             if m.wcr and self.containers[m.data].is_scalar
-                             and m.data not in node.private}))
+        sums = _scalar_sums(node, self.containers)
         copies = () if self.loops else tuple(sorted(shared_across_rows(node)))
         # a one-axis map summing into scalars: a function over each thread's share, whose
         # sums are SIMD's (an `omp for` over the axis would add in order)
@@ -180,9 +183,11 @@ def _kernel(sdfg, loop):
         for p in pieces))
 
 
-def _recording_maps_as_loops(state):
+def _recording_maps_as_loops(state, containers, nested):
     """The state, with each map that pushes or pops as its loops (the outermost on
-    threads where the map may), between states of its other nodes."""
+    threads where the map may, as _map decides), between states of its other nodes.
+    The outermost loop's ``sums`` are the map's: its scalars' partial sums, and the
+    arrays its rows all add into (per-thread copies, at the top of the entry only)."""
     if not any(records(n) for n in state.nodes):
         return [state]
     out, pending = [], []
@@ -192,7 +197,9 @@ def _recording_maps_as_loops(state):
                 out.append(State(tuple(pending), state.label))
                 pending = []
             outermost = as_loops(n.params, n.ranges, n.body, n.line).elements[0]
-            out.append(replace(outermost, parallel=n.parallel))
+            parallel = n.parallel and not (shared_sums(n) and (nested or not _sums_only(n)))
+            sums = _scalar_sums(n, containers) + tuple(sorted(shared_across_rows(n)))
+            out.append(replace(outermost, parallel=parallel, sums=sums if parallel else ()))
         else:
             pending.append(n)
     if pending:
@@ -200,12 +207,25 @@ def _recording_maps_as_loops(state):
     return out
 
 
+def _scalar_sums(node, containers):
+    """The scalars a map's points add into (sorted names; not its points' own)."""
+    return tuple(sorted({m.data for t in node.body if isinstance(t, Tasklet)
+                         for m, _ in t.outputs if m.wcr and containers[m.data].is_scalar
+                         and m.data not in node.private}))
+
+
+def _scalars_only(names, containers):
+    """Whether ``names`` (a loop's sums) are some scalars and nothing else."""
+    return bool(names) and all(containers[n].is_scalar for n in names)
+
+
 def _sums_only(node):
     """Whether the containers several points of the map add into are only added into
     there (never read or assigned), so that per-thread copies can take the sums."""
     shared = shared_sums(node)
-    return not any(m.data in shared for t in node.body for _, m in t.inputs) and all(
-        m.wcr == "sum" for t in node.body for m, _ in t.outputs if m.data in shared)
+    body = [t for t in node.body if isinstance(t, Tasklet)]
+    return not any(m.data in shared for t in body for _, m in t.inputs) and all(
+        m.wcr == "sum" for t in body for m, _ in t.outputs if m.data in shared)
 
 
 def _upward(loop):

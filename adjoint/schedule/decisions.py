@@ -80,6 +80,8 @@ class LoopSchedule:
     #                                             as accesses of their elements)
     polls: bool = False                     # tests for Ctrl-C at the top of an iteration
     kernel: Optional[Kernel] = None         # on the GPU, a marked loop's kernel
+    simd: bool = False                      # Threading.ROWS of an innermost loop: each
+    #                                         thread's rows as SIMD lanes too
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,7 @@
 """Matrix products (@, np.dot, np.matmul, .dot) as library nodes: BLAS or loops,
 with adjoints that are matrix products again."""
+import re
+
 import numpy as np
 import pytest
 
@@ -70,6 +72,46 @@ def pairs(A: float64[N, K], p: float64[K], r: float64[N], x1: float64[N],
 
 
 @kernel
+def rank_one_pairs(A: float64[N, K], p: float64[K], r: float64[N], w: float64[K],
+                   z: float64[N]) -> float:
+    """NPBench's bicg, weighted: the matrix's adjoint is two outer products, paired into
+    one pass that assigns it (nothing touched it before; first touch), the second moving
+    up past its vector's adjoint being zeroed, the first down past the other's made."""
+    s, q = r @ A, A @ p
+    return np.sum(s * w) + np.sum(np.sin(q) * z)
+
+
+@kernel
+def touched_pairs(A: float64[N, K], p: float64[K], r: float64[N]) -> float:
+    """As rank_one_pairs, the matrix's adjoint touched before (A * A's reverse runs
+    first): the pass adds both outer products to it."""
+    s, q = r @ A, A @ p
+    return np.sum(s * s) + np.sum(q * q) + np.sum(A * A)
+
+
+@kernel
+def chained_pairs(A: float64[N, N], y: float64[N], x: float64[N]) -> float:
+    """NPBench's gemver: the second outer product's vector is made from the first's
+    transposed product (x's adjoint), so those run before the pair, the zeroing of the
+    first's vector after it."""
+    x += 0.5 * y @ A
+    w = 1.5 * A @ x
+    return np.sum(w * w)
+
+
+@kernel
+def taped_between(A: float64[N, K], p: float64[K], r: float64[N], x: float64[N],
+                  y: float64[N]) -> float:
+    """Overwrites recorded between the products: their restores (pops) between the
+    outer products of the reverse keep their order whichever side of the pair."""
+    s = r @ A
+    x[:] = np.sin(x) * s[0]
+    y[:] = np.cos(y * x)
+    q = A @ p
+    return np.sum(s * s) + np.sum(q * x * y)
+
+
+@kernel
 def symmetric(A: float64[N, K], W: float64[N, N], V: float64[K, K]) -> float:
     """A matrix times its own transpose, both ways (BLAS dsyrk and a mirrored triangle)."""
     return np.sum((A @ A.T) * W) + np.sum(np.dot(A.T, A) * V)
@@ -100,6 +142,16 @@ def _args(k, rng):
         "reshaped": (rng.standard_normal((2, 3, 4)), rng.standard_normal((4, 4)), 2, 3),
         "vector_products": (rng.standard_normal((5, 7)), rng.standard_normal(7),
                             rng.standard_normal(5)),
+        "rank_one_pairs": (rng.standard_normal((6, 5)), rng.standard_normal(5),
+                           rng.standard_normal(6), rng.standard_normal(5),
+                           rng.standard_normal(6)),
+        "taped_between": (rng.standard_normal((6, 5)), rng.standard_normal(5),
+                          rng.standard_normal(6), rng.standard_normal(6),
+                          rng.standard_normal(6)),
+        "chained_pairs": (rng.standard_normal((5, 5)), rng.standard_normal(5),
+                          rng.standard_normal(5)),
+        "touched_pairs": (rng.standard_normal((6, 5)), rng.standard_normal(5),
+                          rng.standard_normal(6)),
         "pairs": (rng.standard_normal((6, 5)), rng.standard_normal(5), rng.standard_normal(6),
                   rng.standard_normal(6), rng.standard_normal((5, 5))),
         "mlp": (rng.standard_normal((5, 3)), rng.standard_normal((3, 4)),
@@ -114,7 +166,8 @@ def _args(k, rng):
 
 
 KERNELS = [mlp, gram, recurrent, mixed_operands, contractions, vector_products, pairs,
-           symmetric, scaled, reshaped]
+           rank_one_pairs, touched_pairs, chained_pairs, taped_between, symmetric, scaled,
+           reshaped]
 
 
 def _copy(args):
@@ -180,6 +233,41 @@ def test_products_of_one_matrix_pass_over_it_once():
     assert spec.forward.source.count("sc_dgemv(") == 2      # u = A @ p, and A.T @ (A @ p)
     backward = spec.backward(frozenset({"A", "p", "r"}), frozenset({"__return"})).source
     assert backward.count("one pass over") >= 3
+
+
+@pytest.mark.c_source
+@pytest.mark.parametrize("k, assigned", [(rank_one_pairs, True), (touched_pairs, False),
+                                         (chained_pairs, True)],
+                         ids=["first touch", "touched", "chained"])
+def test_two_outer_products_into_one_adjoint_pass_over_it_once(k, assigned):
+    """The reverse of two products of one matrix: its adjoint's two rank-1 updates in one
+    pass (no dger), assigning it where nothing touched it before; and the two transposed
+    products reading the matrix in one pass too."""
+    args = _args(k, np.random.default_rng(0))
+    backward = k.specialize(args).backward(frozenset(_floating(k, args)),
+                                           frozenset({"__return"})).source
+    assert backward.count("two rank-1 updates, one pass") == 1 and "sc_dger(" not in backward
+    assert ("sc_row[sc_j] = (sc_row[sc_j] + " not in backward) == assigned
+    # the forward's pair in the forward and record entries, the reverse's own
+    assert backward.count("two products, one pass over the matrix") == \
+        (0 if k is chained_pairs else 3)
+
+
+@pytest.mark.c_source
+def test_an_outer_product_assigned_writes_each_element_once():
+    """gesummv's matrix adjoints, first touched by an outer product: each element
+    assigned, not zeroed (a memset per row) and then added to."""
+    @kernel
+    def squashed(A: float64[N, K], x: float64[K]) -> float:
+        return np.sum(np.sin(A @ x))
+    args = (np.random.default_rng(0).standard_normal((4, 3)), np.ones(3))
+    backward = squashed.specialize(args).backward(frozenset({"A"}),
+                                                  frozenset({"__return"})).source
+    assert re.search(r"v___g_A\[[^]]*\] = sc_a \* ", backward)
+    assert not re.search(r"v___g_A\[[^]]*\] = 0\.0", backward)
+    g = grad(squashed, wrt="A")(*args)
+    np.testing.assert_allclose(g, np.cos(args[0] @ args[1])[:, None] * args[1][None, :],
+                               rtol=1e-13)
 
 
 @pytest.mark.c_source

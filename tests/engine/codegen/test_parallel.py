@@ -116,8 +116,9 @@ def test_a_taped_reverse_loop_sums_through_copies_with_its_adjoint_scalars_priva
     (masked_updates, lambda r: (2 * r.random(20000), r.random(20000), 0.4), "lo")],
     ids=["jacobi", "rows", "steps", "columns", "outer", "conv2d", "masked"])
 def test_threads_change_only_the_rounding_of_sums(k, make, wrt, monkeypatch):
-    """(masked_updates: a reverse loop that pops its values from slots and adds into a
-    scalar, through per-thread copies.)"""
+    """(masked_updates: a record loop that pushes into slots and sums into scalars, and
+    its reverse, which pops and adds into a scalar: each through per-thread partial
+    sums, SIMD accumulators within a thread's share.)"""
     args = make(np.random.default_rng(0))
     results = {}
     for threads in (1, 2, 2):

@@ -12,6 +12,7 @@ from adjoint import float64, kernel, symbol
 from adjoint.codegen import Layout, generate_module
 from adjoint.codegen import c as c_backend, cuda, cuda_preamble, helpers
 from adjoint.codegen.statements import StatementPrinter
+from adjoint.corpus.arrays import masked_updates
 from adjoint.schedule import (LoopSchedule, MapKernel, MapSchedule, Reduction, Slots, Threading, Threads,
                               schedule)
 from adjoint.schedule.tape import as_loops
@@ -270,3 +271,31 @@ def test_the_index_helpers_match_python_without_overflow(tmp_path):
         fits = -2 ** 63 <= a ** b < 2 ** 63
         ipow, cpow, o = (int(v) for v in line.split())
         assert ipow == wrapped and o == (not fits) and (cpow == a ** b or not fits), (a, b)
+
+
+def test_a_recording_map_sums_into_scalars_through_partial_sums():
+    """masked_updates' record loop sums into scalars (the returned sums), its reverse into
+    lo's adjoint: each a function over a thread's share, its sums SIMD accumulators
+    added up in thread order, not a scalar in memory every thread adds into."""
+    spec = masked_updates.specialize((np.ones(6), np.ones(6), 0.5))
+    region, = spec.backward(frozenset({"x", "y", "lo"}), frozenset({"__return"})).adjoint.regions
+    record, = [r for r in _loops(schedule(region.record)) if r.schedule.tape]
+    reverse, = [r for r in _loops(schedule(region.reverse)) if r.schedule.tape]
+    for loop, sums in ((record, {"__sum1", "__sum2"}), (reverse, {"__g_lo"})):
+        assert set(loop.sums) == sums and loop.schedule.threading is Threading.SHARED
+        assert {m.data for m in loop.schedule.slot_reduction.sums} == sums
+    source = _source(schedule(region.reverse))
+    assert "sc_part___g_lo" in source and "#pragma omp simd reduction(+:sc_acc0)" in source
+
+
+def test_rows_of_an_innermost_loop_on_threads_are_simd_lanes_too():
+    """masked_updates' reverse loop (its sums x's and y's own elements): its iterations
+    independent, only tasklets and pops inside, `omp parallel for simd` (GCC does not
+    vectorise the loop OpenMP outlines without it); a loop around loops is not."""
+    spec = masked_updates.specialize((np.ones(6), np.ones(6), 0.5))
+    region, = spec.backward(frozenset({"x", "y"}), frozenset({"__return"})).adjoint.regions
+    reverse, = [r for r in _loops(schedule(region.reverse)) if r.schedule.tape]
+    assert reverse.schedule.threading is Threading.ROWS and reverse.schedule.simd
+    assert "#pragma omp parallel for simd" in _source(schedule(region.reverse))
+    top, _ = _loops(schedule(_sdfg(rows, np.ones((6, 6)), np.zeros(6))))
+    assert top.schedule.threading is Threading.ROWS and not top.schedule.simd
