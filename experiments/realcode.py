@@ -67,6 +67,16 @@ COLLECTIONS = {
     "sph": ("https://github.com/pmocz/sph-python", "smoothed-particle hydrodynamics of a star"),
     "shallowwater": ("https://github.com/dionhaefner/shallow-water",
                      "shallow-water model on an Arakawa C grid (teaching code)"),
+    "nbody": ("https://github.com/pmocz/nbody-python",
+              "gravitational N-body: all-pairs accelerations and energies"),
+    "mhd": ("https://github.com/pmocz/constrainedtransport-python",
+            "ideal magnetohydrodynamics, finite volumes with constrained transport "
+            "(`np.roll`, face-centred fields)"),
+    "springs": ("https://github.com/pmocz/springnetwork-python",
+                "a network of springs: scatter-adds over index arrays, reflecting walls"),
+    "benchpress": ("https://github.com/bh107/benchpress",
+                   "Bohrium's NumPy benchmarks: Rosenbrock, Black-Scholes, Gaussian "
+                   "elimination, LU, magnetic field extrapolation"),
 }
 
 
@@ -80,6 +90,7 @@ class Case:
     outputs: tuple = ()   # arguments that are outputs although the original may not change them
     no_gradient: str = ""  # why the gradient is not checked
     held: tuple = ()       # (inputs the gradient check does not move, why)
+    argv: tuple = ()       # the command line a module parses when it is imported
 
 
 # ------------------------------------------------------------------------ the inputs
@@ -177,10 +188,39 @@ def stars(r, n=50):
     return normal(r, n, 3), normal(r, n, 3, scale=0.1)
 
 
+def mhd_state(r, n=16):
+    """rho, vx, vy, P (total pressure, above the magnetic 0.5 B^2) and cell-centred Bx, By."""
+    return (uniform(r, 1.0, 2.0, n, n), normal(r, n, n, scale=0.5), normal(r, n, n, scale=0.5),
+            uniform(r, 2.0, 3.0, n, n), normal(r, n, n, scale=0.5), normal(r, n, n, scale=0.5))
+
+
+def mhd_faces(r, n=16):
+    left, right = mhd_state(r, n), mhd_state(r, n)
+    return tuple(v for pair in zip(left, right) for v in pair) + (5 / 3,)
+
+
+def springs(r, rows=5, cols=4):
+    """A grid of nodes joined to their right and lower neighbours: positions, velocities,
+    the springs' end nodes (int64) and rest lengths slightly off the actual ones."""
+    pos = np.stack(np.meshgrid(np.arange(cols), np.arange(rows)), -1).reshape(-1, 2) * 1.0
+    pos += normal(r, rows * cols, 2, scale=0.05)
+    node = np.arange(rows * cols).reshape(rows, cols)
+    ci = np.concatenate([node[:, :-1].ravel(), node[:-1, :].ravel()])
+    cj = np.concatenate([node[:, 1:].ravel(), node[1:, :].ravel()])
+    return (pos, normal(r, rows * cols, 2), ci, cj, uniform(r, 0.9, 1.1, len(ci)),
+            40.0, -0.1)
+
+
+def dominant(r, n=12):
+    """A diagonally dominant matrix: elimination without pivoting stays well conditioned."""
+    return uniform(r, 0, 1, n, n) + n * np.eye(n)
+
+
 # ------------------------------------------------------------------------- the cases
 
 D, P, T = "dapper", "pyhpc", "pythran"
 FLOAT32 = "the original computes in float32: its central differences are noise"
+BENCH = ("1*1",)           # benchpress' Benchmark reads a size from the command line
 MASKS = ("0/1 land masks: the original jumps where one leaves 0 (the superbee limiter's "
          "where(|rj| < eps, eps, rj) divides by rj = difference * mask)")
 CASES = [
@@ -286,6 +326,55 @@ CASES = [
     # shallow-water: the boundary helper its time step calls (module flags, a string)
     Case("enforce_boundaries", "shallowwater", "shallow_water_nonlinear", "enforce_boundaries",
          lambda r: (normal(r, 20, 30), "u"), outputs=("arr",)),
+    # nbody-python: all pairs of stars (x.T - x broadcasting, masked updates, triu, hstack)
+    Case("nbody.getAcc", "nbody", "nbody", "getAcc",
+         lambda r: (normal(r, 40, 3), uniform(r, 0.1, 0.5, 40, 1), 1.0, 0.1)),
+    Case("nbody.getEnergy", "nbody", "nbody", "getEnergy",
+         lambda r: (normal(r, 40, 3), normal(r, 40, 3), uniform(r, 0.1, 0.5, 40, 1), 1.0)),
+    # constrainedtransport-python: MHD on a periodic grid (np.roll, tuple returns, a helper
+    # returning a tuple, in-place updates of arguments)
+    Case("mhd.getCurl", "mhd", "constrainedtransport", "getCurl",
+         lambda r: (normal(r, 16, 16), 1 / 16)),
+    Case("mhd.getDiv", "mhd", "constrainedtransport", "getDiv",
+         lambda r: (normal(r, 16, 16), normal(r, 16, 16), 1 / 16)),
+    Case("mhd.getBavg", "mhd", "constrainedtransport", "getBavg",
+         lambda r: (normal(r, 16, 16), normal(r, 16, 16))),
+    Case("mhd.getConserved", "mhd", "constrainedtransport", "getConserved",
+         lambda r: (*mhd_state(r), 5 / 3, 1 / 256)),
+    Case("mhd.getPrimitive", "mhd", "constrainedtransport", "getPrimitive",
+         lambda r: (*uniform(r, 1.0, 2.0, 4, 16, 16) / 256, *normal(r, 2, 16, 16, scale=0.3),
+                    5 / 3, 1 / 256)),
+    Case("mhd.constrainedTransport", "mhd", "constrainedtransport", "constrainedTransport",
+         lambda r: (*normal(r, 4, 16, 16), 1 / 16, 1e-3)),
+    Case("mhd.getFlux", "mhd", "constrainedtransport", "getFlux", mhd_faces),
+    # springnetwork-python: np.linalg.norm, np.add.at over index arrays, np.where's tuple
+    Case("springs.getAcc", "springs", "springnetwork", "getAcc", springs),
+    Case("springs.applyBoundary", "springs", "springnetwork", "applyBoundary",
+         lambda r: (uniform(r, -0.5, 2.5, 30, 2), normal(r, 30, 2), 2.0),
+         outputs=("pos", "vel")),
+    # benchpress: scripts that parse their command line when imported (argv), a
+    # benchmark object's flush() inside the loops, string flags, dtype=/positional dtypes
+    Case("rosen", "benchpress", "benchpress.benchmarks.rosenbrock.python_numpy.rosenbrock",
+         "rosen", lambda r: (uniform(r, 0, 1, 100),), argv=BENCH),
+    Case("black_scholes.CND", "benchpress",
+         "benchpress.benchmarks.black_scholes.python_numpy.black_scholes", "CND",
+         lambda r: (normal(r, 100),), argv=BENCH),
+    Case("black_scholes.BS", "benchpress",
+         "benchpress.benchmarks.black_scholes.python_numpy.black_scholes", "BS",
+         lambda r: ("c", uniform(r, 58, 62, 100), 65.0, 0.1, 0.08, 0.3), argv=BENCH),
+    Case("black_scholes.price", "benchpress",
+         "benchpress.benchmarks.black_scholes.python_numpy.black_scholes", "price",
+         lambda r: (uniform(r, 58, 62, 100), 5), argv=BENCH),
+    Case("gauss", "benchpress", "benchpress.benchmarks.gauss.python_numpy.gauss", "gauss",
+         lambda r: (dominant(r),), argv=BENCH),
+    Case("lu", "benchpress", "benchpress.benchmarks.lu.python_numpy.lu", "lu",
+         lambda r: (dominant(r),), argv=BENCH),
+    Case("magnetic.window", "benchpress",
+         "benchpress.benchmarks.magnetic_field_extrapolation.python_numpy."
+         "magnetic_field_extrapolation", "window", lambda r: (normal(r, 16, 16),), argv=BENCH),
+    Case("magnetic.calcB", "benchpress",
+         "benchpress.benchmarks.magnetic_field_extrapolation.python_numpy."
+         "magnetic_field_extrapolation", "calcB", lambda r: (normal(r, 8, 8),), argv=BENCH),
 ]
 
 
@@ -305,6 +394,7 @@ class Child(npbench.Child):
         self.adjoint, self.tol, case = adjoint, npbench.FWD_RTOL, self.case
         self.rec.update(module=case.module, func=case.func)
         self.save()
+        sys.argv[1:] = case.argv
         try:
             module = importlib.import_module(case.module)
             self.func = eval(case.func, vars(module))          # noqa: S307 (our own text)

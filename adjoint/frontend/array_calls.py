@@ -174,6 +174,34 @@ def _linalg(b, node, name):
     return handler(b, node, bind(b, node, node.args, names))
 
 
+def _norm(b, node, args):
+    """``np.linalg.norm(x, ord=None, axis=None, keepdims=False)``: the 2-norm of vectors,
+    the Frobenius norm of matrices, sqrt(sum(x * x)) over ``axis`` (all axes by default)."""
+    order = args.get("ord")
+    if not (order is None or isinstance(order, ast.Constant) and order.value in (None, 2, "fro")):
+        raise b.src.error(node, f"`{ast.unparse(node)}`: only the 2-norm and the Frobenius "
+                                "norm (ord=None) are supported; write the others out "
+                                "(np.sum(np.abs(x)), np.max(np.abs(x)))")
+    a = b.expr(_required(b, node, args, "x"))
+    if value_dtype(b, a).kind == "c":
+        raise b.src.error(node, f"`{ast.unparse(node)}`: the norm of complex values is not "
+                                "supported; write np.sqrt(np.sum(np.abs(z) ** 2))")
+    square = ArrayExpr(a.shape, lambda i: fp.mul(number(a.at(i)), number(a.at(i))))
+    total = reduction(b, node, "sum", square, _axes(b, args.get("axis"), a.rank),
+                      _flag(b, args, "keepdims"))
+    return b.combine(node, fp.sqrt, [total])
+
+
+NUMPY_LINALG["norm"] = (_norm, ("x", "ord", "axis", "keepdims"))
+
+
+def ufunc_at(ex, node):
+    """Whether ``node`` is ``np.<ufunc>.at(...)``: a statement, scattering in place."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+        node.func.attr == "at" and isinstance(node.func.value, ast.Attribute) and \
+        ex._module(node.func.value.value) is np
+
+
 def _a_tuple(b, node):
     return b.src.error(node, f"`{ast.unparse(node)}` returns a tuple; take the element the "
                              "kernel uses where it is called (`dgtsv(...)[3]`, "
@@ -513,6 +541,14 @@ def _clip(b, node, args):
 
 
 # ---- views --------------------------------------------------------------------------------
+def _diagonal(b, node, args):
+    """``np.diagonal(a, offset)``, ``a.diagonal()``: a matrix's diagonal, as np.diag's."""
+    a = _required(b, node, args, "a")
+    if b.expr(a).rank != 2:
+        raise b.src.error(node, f"`{ast.unparse(node)}` takes a 2-D array here")
+    return _diag(b, node, {"v": a, **({"k": args["offset"]} if "offset" in args else {})})
+
+
 def _transpose(b, node, args):
     a = b.expr(_required(b, node, args, "a"))
     axes = args.get("axes")
@@ -1147,6 +1183,7 @@ NUMPY = {
     "empty_like": (_filled_like(0, empty=True), ("a", "dtype"), ()),
     "full_like": (_filled_like(None), ("a", "fill_value", "dtype"), ()),
     "eye": (_eye, ("N", "M", "k", "dtype"), ()),
+    "identity": (_eye, ("N", "dtype"), ()),
     "float64": (_scalar_type, ("x",), ()),
     "double": (_scalar_type, ("x",), ()),
     "float32": (_scalar_type, ("x",), ()),
@@ -1169,6 +1206,7 @@ NUMPY = {
     "diff": (_diff, ("a", "n", "axis"), ()),
     "triu": (_triangle(False), ("m", "k"), ()),
     "diag": (_diag, ("v", "k"), ()),
+    "diagonal": (_diagonal, ("a", "offset"), ()),
     "tile": (_tile, ("A", "reps"), ()),
     "repeat": (_repeat, ("a", "repeats", "axis"), ()),
     "average": (_average, ("a", "axis", "weights"), ("keepdims",)),
@@ -1205,7 +1243,8 @@ METHODS = {name: NUMPY[name] for name in ("sum", "prod", "max", "min", "mean", "
                                           "any", "all")}
 METHODS.update({
     "copy": (_copy, ("a",), ()),
-    "astype": (_copy, ("a", "dtype"), ()),
+    "astype": (_copy, ("a", "dtype"), ("copy",)),      # copy=False: a copy is fine too
+    "diagonal": (_diagonal, ("a", "offset"), ()),
     "conj": (_part("conj", "a"), ("a",), ()),
     "conjugate": (_part("conj", "a"), ("a",), ()),
     "transpose": (_method_transpose, ("a",) + VARARGS, ()),

@@ -12,7 +12,8 @@ from ..errors import KernelSyntaxError
 from ..sdfg.nodes import (condition_containers, flag_symbol, index_loads, regions, tasklets,
                           value_range, walk)
 from ..types import ArrayType
-from .array_calls import tuple_elements
+from .array_calls import tuple_elements, ufunc_at
+from .array_indexing import scatter_at
 from .arrays import ArrayBuilder, ArrayLowering, ArrayState
 from .arrays import assign as assign_arrays
 from .bindings import Bindings
@@ -390,6 +391,9 @@ class KernelBuilder(LoopLowering, CallLowering, ArrayLowering):
             return []                                     # a string used as a comment
         if callee_of(self, stmt.value) is not None:      # other(A, x): inlined
             return call_statement(self, stmt)
+        ex = ExpressionBuilder(self, self.scope)
+        if ufunc_at(ex, stmt.value):                     # np.add.at(acc, idx, v)
+            return scatter_at(ArrayBuilder(ex), stmt)
         raise self.src.error(stmt, f"expression statement `{_first_line(stmt)}` has no effect "
                                    "in a kernel (calls with side effects such as print are not "
                                    "supported)" + plain_function_hint(self, stmt.value))

@@ -2,11 +2,16 @@
 lattice-Boltzmann step (np.roll over a tuple of velocities), a leapfrog wave equation with
 a helper, upwind advection (np.where, np.maximum(0, u)), Lorenz-63 through RK4 with a
 nested function, a k-means step (np.bincount), a radial profile (np.histogram, np.indices),
-a Kuramoto step (np.subtract.outer), an image filter (scipy.ndimage) on an np.mgrid image.
+a Kuramoto step (np.subtract.outer), an image filter (scipy.ndimage) on an np.mgrid image,
+Gaussian elimination (np.identity(n, a.dtype), np.diagonal), a cosine taper whose width
+Python computes through floats (int(np.ceil(a * (n - 1) / 2)), len(B.shape),
+.astype(B.dtype, copy=False)), spring forces (np.linalg.norm, np.add.at).
 
 Forward against the kernel run as Python, gradients and tangents against central
 differences (test_numpy_calls' check).
 """
+import math
+
 import numpy as np
 import pytest
 import scipy.ndimage as ndi
@@ -117,6 +122,45 @@ def smoothed_edges(a: float, s: float):
     return np.sqrt(gx ** 2 + gy ** 2 + 1e-3)
 
 
+def elimination(a, w: float):
+    """LU without pivoting, then each row scaled by its pivot."""
+    l = np.identity(a.shape[0], a.dtype)
+    for c in range(1, a.shape[0]):
+        l[c:, c - 1] = a[c:, c - 1] / a[c - 1, c - 1:c]
+        a[c:, c - 1:] = a[c:, c - 1:] - l[c:, c - 1][:, None] * a[c - 1, c - 1:]
+    a /= np.diagonal(a)[:, None]
+    return l * w + a.diagonal(1).sum()
+
+
+def taper(B, a=0.37):
+    assert len(B.shape) == 2
+    n = B.shape[0]
+    x = np.linspace(0.0, 1.0, num=n, endpoint=False).astype(B.dtype, copy=False)
+    wl = np.ones_like(B[0])
+    b = int(np.ceil(a * (n - 1) / 2))
+    wl[:b] = 0.5 * (1 + np.cos(math.pi * (2 * np.arange(b) / (a * (n - 1)) - 1)))
+    wl[-b:] = 0.5 * (1 + np.cos(math.pi * (2 * np.arange(b - 1, -1, -1) / (a * (n - 1)) - 1)))
+    return B * np.sqrt(wl + wl[:, None]) * (x + round(n / 3))
+
+
+def spring_acc(pos, ci, cj, L0, k: float, g: float):
+    """Hooke's law along springs between nodes ci and cj: each node sums its springs'."""
+    acc = np.zeros(pos.shape)
+    d = pos[ci, :] - pos[cj, :]
+    sep = np.linalg.norm(d, axis=1)
+    f = -k * (sep - L0) / sep
+    np.add.at(acc[:, 0], ci, f * d[:, 0])
+    np.add.at(acc[:, 1], ci, f * d[:, 1])
+    np.subtract.at(acc, cj, f[:, None] * d)
+    acc[:, 1] += g
+    return acc, np.linalg.norm(acc)
+
+
+def _springs(rng):
+    ci, cj = np.array([0, 1, 2, 3, 4, 0, 1]), np.array([1, 2, 3, 4, 5, 2, 5])
+    return rng.standard_normal((6, 2)), ci, cj, rng.random(7) + 0.5, 2.0, -0.1
+
+
 def _lbm(rng):
     F = 1.0 + 0.01 * rng.standard_normal((5, 6, 9))
     return F, 0.8
@@ -134,9 +178,12 @@ CASES = [
     (kernel(kuramoto), lambda rng: (rng.standard_normal(5), rng.standard_normal(5), 1.5,
                                     0.05, 3)),
     (kernel(smoothed_edges), lambda rng: (1.3, 0.4)),
+    (kernel(elimination), lambda rng: (rng.random((6, 6)) + 6 * np.eye(6), 0.5)),
+    (kernel(taper), lambda rng: (rng.standard_normal((10, 10)),)),
+    (kernel(spring_acc), _springs),
 ]
 IDS = ["lbm", "wave", "upwind", "lorenz63", "kmeans", "radial_profile", "kuramoto",
-       "smoothed_edges"]
+       "smoothed_edges", "elimination", "taper", "spring_acc"]
 
 
 @pytest.mark.parametrize("case", range(len(CASES)), ids=IDS)
@@ -150,3 +197,12 @@ def test_gradients_and_tangents_match_finite_differences(case):
     k, make = CASES[case]
     rng = rng_for(IDS[case], salt="grad")
     check_gradient_and_tangent(k, make(rng), rng)
+
+
+def test_an_integer_through_floats_is_the_call_sizes_own():
+    """``b = int(np.ceil(a * (n - 1) / 2))`` holds for the sizes it was compiled for: another
+    size is another specialisation, not the first one's b."""
+    k = kernel(taper)
+    for n in (10, 13, 10, 21):
+        B = rng_for("taper", salt=str(n)).standard_normal((n, n))
+        np.testing.assert_allclose(k(B.copy()), taper(B.copy()), rtol=1e-13)
