@@ -514,6 +514,11 @@ def _scalar_type(b, node, args):
 
 # ---- elementwise --------------------------------------------------------------------------
 def _where(b, node, args):
+    if "x" not in args and "y" not in args:
+        raise b.src.error(node, f"`{ast.unparse(node)}` gives the indices where the condition "
+                                "holds (their number depends on the data): bind it to a name "
+                                "that only indexes arrays (`i = np.where(x < 0)`, `x[i] = 0.0`)"
+                                ", index with the mask itself, or give x and y")
     parts = [b.expr(_required(b, node, args, k)) for k in ("condition", "x", "y")]
     shape, (cond, x, y) = b.broadcast(node, parts)
 

@@ -25,7 +25,7 @@ from .expressions import (BITS, LOGICAL, RESULT, DataValue, ExpressionBuilder, I
                           number_of)
 from . import dtypes
 from .locals import classify_locals, read_only
-from .masks import inline_selection
+from .masks import indices_as_mask, inline_selection
 from .loops import LoopLowering
 from .outside import bind_arrays, integer_names
 from . import statics
@@ -394,6 +394,11 @@ class KernelBuilder(LoopLowering, CallLowering, ArrayLowering):
         ex = ExpressionBuilder(self, self.scope)
         if ufunc_at(ex, stmt.value):                     # np.add.at(acc, idx, v)
             return scatter_at(ArrayBuilder(ex), stmt)
+        func = getattr(stmt.value, "func", None)
+        if isinstance(func, ast.Attribute) and func.attr in ("append", "extend", "insert"):
+            raise self.src.error(stmt, f"`{_first_line(stmt)}`: growing a list is not supported "
+                                       "in kernels; make an array of its final length and "
+                                       "store each value (`Ps = np.zeros(I)` ... `Ps[i] = P`)")
         raise self.src.error(stmt, f"expression statement `{_first_line(stmt)}` has no effect "
                                    "in a kernel (calls with side effects such as print are not "
                                    "supported)" + plain_function_hint(self, stmt.value))
@@ -416,6 +421,10 @@ class KernelBuilder(LoopLowering, CallLowering, ArrayLowering):
         if isinstance(stmt.value, ast.Lambda) and len(stmt.targets) == 1 and \
                 isinstance(first, ast.Name):
             return self._define(first.id, stmt.value)     # f = lambda x: ...
+        if len(stmt.targets) == 1 and isinstance(first, ast.Name) and \
+                self._indices_where(stmt.value):           # i = np.where(x < 0): a mask
+            stmt = indices_as_mask(ArrayBuilder(ExpressionBuilder(self, self.scope)),
+                                   self.src.tree, stmt)
         tuples = [t for t in stmt.targets if isinstance(t, (ast.Tuple, ast.List))]
         if tuples and len(tuples) < len(stmt.targets):
             raise self.src.error(stmt, "a chained assignment with a tuple among its targets "
@@ -428,6 +437,13 @@ class KernelBuilder(LoopLowering, CallLowering, ArrayLowering):
                                            "names, subscripts or tuples of them; not "
                                            f"`{ast.unparse(t)}`")
         return self._chain(stmt, stmt.targets)
+
+    def _indices_where(self, value):
+        """Whether ``value`` is ``np.where(c)`` or ``np.nonzero(c)``: one argument."""
+        return isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
+            value.func.attr in ("where", "nonzero") and len(value.args) == 1 and \
+            not value.keywords and \
+            ExpressionBuilder(self, self.scope)._module(value.func.value) is np
 
     def _chain(self, stmt, targets):
         """``x = y = expr`` (or one target): expr evaluated once, every target assigned it."""

@@ -5,7 +5,8 @@ nested function, a k-means step (np.bincount), a radial profile (np.histogram, n
 a Kuramoto step (np.subtract.outer), an image filter (scipy.ndimage) on an np.mgrid image,
 Gaussian elimination (np.identity(n, a.dtype), np.diagonal), a cosine taper whose width
 Python computes through floats (int(np.ceil(a * (n - 1) / 2)), len(B.shape),
-.astype(B.dtype, copy=False)), spring forces (np.linalg.norm, np.add.at).
+.astype(B.dtype, copy=False)), spring forces (np.linalg.norm, np.add.at), reflecting walls
+(i = np.where(pos[:, d] < 0) then pos[i, d] *= -1: the indices as a mask, among others).
 
 Forward against the kernel run as Python, gradients and tangents against central
 differences (test_numpy_calls' check).
@@ -161,6 +162,19 @@ def _springs(rng):
     return rng.standard_normal((6, 2)), ci, cj, rng.random(7) + 0.5, 2.0, -0.1
 
 
+def reflect(pos, vel, box: float):
+    for d in range(0, 2):
+        out = np.where(pos[:, d] < 0)
+        pos[out, d] *= -1
+        vel[out, d] *= -1
+        out = np.where(pos[:, d] > box)
+        pos[out, d] = box - (pos[out, d] - box)
+        vel[pos[:, d] > box - 0.1, d] *= 0.5
+    fast = np.nonzero(vel > 1.0)
+    vel[fast] = 1.0
+    return pos, vel, np.sum(pos[pos[:, 1] > 1.0, 0])
+
+
 def _lbm(rng):
     F = 1.0 + 0.01 * rng.standard_normal((5, 6, 9))
     return F, 0.8
@@ -181,9 +195,11 @@ CASES = [
     (kernel(elimination), lambda rng: (rng.random((6, 6)) + 6 * np.eye(6), 0.5)),
     (kernel(taper), lambda rng: (rng.standard_normal((10, 10)),)),
     (kernel(spring_acc), _springs),
+    (kernel(reflect), lambda rng: (rng.uniform(-0.5, 2.5, (8, 2)), rng.standard_normal((8, 2)),
+                                   2.0)),
 ]
 IDS = ["lbm", "wave", "upwind", "lorenz63", "kmeans", "radial_profile", "kuramoto",
-       "smoothed_edges", "elimination", "taper", "spring_acc"]
+       "smoothed_edges", "elimination", "taper", "spring_acc", "reflect"]
 
 
 @pytest.mark.parametrize("case", range(len(CASES)), ids=IDS)
@@ -206,3 +222,4 @@ def test_an_integer_through_floats_is_the_call_sizes_own():
     for n in (10, 13, 10, 21):
         B = rng_for("taper", salt=str(n)).standard_normal((n, n))
         np.testing.assert_allclose(k(B.copy()), taper(B.copy()), rtol=1e-13)
+
