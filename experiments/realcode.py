@@ -76,7 +76,7 @@ COLLECTIONS = {
                 "a network of springs: scatter-adds over index arrays, reflecting walls"),
     "benchpress": ("https://github.com/bh107/benchpress",
                    "Bohrium's NumPy benchmarks: Rosenbrock, Black-Scholes, Gaussian "
-                   "elimination, LU, magnetic field extrapolation"),
+                   "elimination, LU, magnetic field extrapolation, a sea-ice model"),
 }
 
 
@@ -209,6 +209,22 @@ def springs(r, rows=5, cols=4):
     cj = np.concatenate([node[:, 1:].ravel(), node[1:, :].ravel()])
     return (pos, normal(r, rows * cols, 2), ci, cj, uniform(r, 0.9, 1.1, len(ci)),
             40.0, -0.1)
+
+
+def sea(r, nl=6, nw=5):
+    """wisp's four layers of sea water on an nl x nw grid: salinity, density, depths, ice
+    cover, ice export, ice growth (either sign)."""
+    return (uniform(r, 30, 36, nl, nw, 4), uniform(r, 1020, 1030, nl, nw, 4),
+            uniform(r, 10, 100, 4), uniform(r, 0.1, 0.9, nl, nw), 0.5, normal(r, nl, nw))
+
+
+def sea_heat(r, nl=6, nw=5):
+    """temp()'s inputs: temperatures, density, depths, mass, heat capacity, ice cover,
+    season (winter), ice thickness, ice export."""
+    return (uniform(r, -1.5, 4, nl, nw, 4), uniform(r, 1020, 1030, nl, nw, 4),
+            uniform(r, 10, 100, 4), uniform(r, 1e4, 1e5, nl, nw, 4),
+            uniform(r, 3900, 4100, nl, nw, 4), uniform(r, 0.1, 0.9, nl, nw), 0,
+            uniform(r, 0.2, 2.0, nl, nw), 0.5)
 
 
 def dominant(r, n=12):
@@ -375,6 +391,18 @@ CASES = [
     Case("magnetic.calcB", "benchpress",
          "benchpress.benchmarks.magnetic_field_extrapolation.python_numpy."
          "magnetic_field_extrapolation", "calcB", lambda r: (normal(r, 8, 8),), argv=BENCH),
+    # its sea-ice model (wisp): UNESCO's seawater polynomials (a Latin-1 source), salt and
+    # heat budgets of four layers (`[NL, NW, layers] = S.shape`, masks times numbers)
+    Case("wisp.dens", "benchpress", "benchpress.benchmarks.wisp.python_numpy.density_imr",
+         "dens", lambda r: (uniform(r, 30, 36, 40), uniform(r, -1.5, 20, 40),
+                            uniform(r, 0, 1000, 40))),
+    Case("wisp.heatcap", "benchpress", "benchpress.benchmarks.wisp.python_numpy.heat_imr",
+         "heatcap", lambda r: (uniform(r, 30, 36, 40), uniform(r, -1.5, 20, 40),
+                               uniform(r, 0, 1000, 40))),
+    Case("wisp.salt", "benchpress", "benchpress.benchmarks.wisp.python_numpy.salt", "salt",
+         sea),
+    Case("wisp.temp", "benchpress", "benchpress.benchmarks.wisp.python_numpy.temp", "temp",
+         sea_heat),
 ]
 
 
