@@ -74,6 +74,9 @@ COLLECTIONS = {
             "(`np.roll`, face-centred fields)"),
     "springs": ("https://github.com/pmocz/springnetwork-python",
                 "a network of springs: scatter-adds over index arrays, reflecting walls"),
+    "pic": ("https://github.com/pmocz/pic-python",
+            "1-D particle-in-cell plasma: cloud-in-cell deposits (np.bincount), a sparse "
+            "Poisson solve"),
     "benchpress": ("https://github.com/bh107/benchpress",
                    "Bohrium's NumPy benchmarks: Rosenbrock, Black-Scholes, Gaussian "
                    "elimination, LU, magnetic field extrapolation, a sea-ice model"),
@@ -227,6 +230,19 @@ def sea_heat(r, nl=6, nw=5):
             uniform(r, 0.2, 2.0, nl, nw), 0.5)
 
 
+def plasma(r, count=200, cells=16, box=50.0):
+    """Particle positions, the mesh, and getAcc's periodic gradient and Laplacian as the
+    script builds them (SciPy CSR matrices)."""
+    import scipy.sparse as sparse
+    dx, e = box / cells, np.ones(cells)
+    G = sparse.lil_matrix(sparse.spdiags(np.vstack((-e, e)), [-1, 1], cells, cells))
+    G[0, cells - 1], G[cells - 1, 0] = -1, 1
+    L = sparse.lil_matrix(sparse.spdiags(np.vstack((e, -2 * e, e)), [-1, 0, 1], cells, cells))
+    L[0, cells - 1], L[cells - 1, 0] = 1, 1
+    return (uniform(r, 0, box, count, 1), cells, box, 1.0, sparse.csr_matrix(G / (2 * dx)),
+            sparse.csr_matrix(L / dx ** 2))
+
+
 def dominant(r, n=12):
     """A diagonally dominant matrix: elimination without pivoting stays well conditioned."""
     return uniform(r, 0, 1, n, n) + n * np.eye(n)
@@ -368,6 +384,8 @@ CASES = [
     Case("springs.applyBoundary", "springs", "springnetwork", "applyBoundary",
          lambda r: (uniform(r, -0.5, 2.5, 30, 2), normal(r, 30, 2), 2.0),
          outputs=("pos", "vel")),
+    # pic-python: deposits through indices the function computes, SciPy's sparse solve
+    Case("pic.getAcc", "pic", "pic", "getAcc", plasma),
     # benchpress: scripts that parse their command line when imported (argv), a
     # benchmark object's flush() inside the loops, string flags, dtype=/positional dtypes
     Case("rosen", "benchpress", "benchpress.benchmarks.rosenbrock.python_numpy.rosenbrock",

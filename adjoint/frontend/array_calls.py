@@ -57,6 +57,8 @@ UFUNCS = {"add": (fp.add, number, False), "subtract": (fp.sub, number, False),
           "not_equal": (fp.relation(sp.Ne), number, True)}
 UFUNCS.update({name: (fp.ARRAY_POWER if name in ("power", "pow") else fn, number, False)
                for name, fn in BINARY.items()})
+# The ufuncs of Python's // and %, on arrays as the operators are (arrays.py)
+PYTHON_DIVISION = {"mod": ast.Mod, "remainder": ast.Mod, "floor_divide": ast.FloorDiv}
 # ufunc.reduce / ufunc.accumulate: the reduction and the scan each stands for
 UFUNC_REDUCE = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min"}
 UFUNC_SCAN = {"add": fp.add, "multiply": fp.mul, "maximum": BINARY["maximum"],
@@ -221,6 +223,10 @@ def _numpy(b, node, name):
     if name == "logical_not":
         args = bind(b, node, node.args, ("x",))
         return b.combine(node, fp.logical(sp.Not), [_required(b, node, args, "x")], truth, True)
+    if name in PYTHON_DIVISION:                     # np.mod(j + 1, n): as (j + 1) % n
+        args = bind(b, node, node.args, ("x1", "x2"))
+        x1, x2 = (_required(b, node, args, k) for k in ("x1", "x2"))
+        return b.expr(ast.copy_location(ast.BinOp(x1, PYTHON_DIVISION[name](), x2), node))
     if name in UFUNCS:
         args = bind(b, node, node.args, ("x1", "x2"))
         fn, convert, boolean = UFUNCS[name]
@@ -380,14 +386,20 @@ def _check_dtype(b, args, default=FLOAT64):
                             "integers and bool); leave out dtype= or use np.float64")
 
 
-def _converted(value, dtype):
+def _converted(value, dtype, from_float=False):
     """``value`` as an array of ``dtype``: each element converted (float32: rounded; bool:
-    a mask, ``x != 0``)."""
+    a mask, ``x != 0``; floats to integers truncated toward zero, as NumPy converts values
+    in range)."""
     if dtype is None or value.dtype is not None and dtype == value.dtype:
         return value
     if dtype.kind == "b":
         return value if value.boolean else \
             ArrayExpr(value.shape, lambda index: truth(value.at(index)), True)
+    if from_float and dtype.kind in "iu":
+        to_int = fp.INT_CASTS[dtype.name]
+        return ArrayExpr(value.shape, lambda index: fp.truncated(number(value.at(index))) if
+                         dtype.name == "int64" else to_int(fp.truncated(number(value.at(index)))),
+                         dtype=dtype)
     cast = fp.as_float32 if dtype == FLOAT32 else fp.as_float64 if dtype.kind == "f" else \
         fp.COMPLEX_CASTS[dtype.name] if dtype.kind == "c" else fp.INT_CASTS[dtype.name]
     return ArrayExpr(value.shape, lambda index: cast(number(value.at(index)), evaluate=False),
@@ -479,10 +491,11 @@ def _copy(b, node, args):
     dtype = _check_dtype(b, args, None)
     if dtype is not None and dtype == value_dtype(b, value):
         dtype = None                                # a copy: nothing to convert
-    if dtype is not None and dtype.kind in "iu" and value_dtype(b, value).kind not in "iub":
-        raise b.src.error(node, f"`{ast.unparse(node)}`: converting floats to integers is not "
-                                "supported; compute in floats (np.floor, np.trunc)")
-    return _converted(without_view(value), dtype)
+    if dtype is not None and dtype.kind in "iu" and value_dtype(b, value).kind == "c":
+        raise b.src.error(node, f"`{ast.unparse(node)}`: converting complex values to "
+                                "integers is not supported; convert their real part")
+    return _converted(without_view(value), dtype,
+                      value_dtype(b, value).kind == "f" if dtype is not None else False)
 
 
 def _eye(b, node, args):
@@ -513,6 +526,20 @@ def _scalar_type(b, node, args):
 
 
 # ---- elementwise --------------------------------------------------------------------------
+def _round(b, node, args):
+    """``np.round(x, decimals)``, ``np.around``: to even as NumPy, ``rint(x * 10**d) / 10**d``
+    for a constant ``d >= 0``."""
+    d = _constant_int(b, args["decimals"]) if "decimals" in args else 0
+    if d < 0:
+        raise b.src.error(node, f"`{ast.unparse(node)}`: negative decimals are not supported; "
+                                "write np.rint(x / 10 ** k) * 10 ** k")
+    scale = sp.Float(10.0 ** d)
+    if d == 0:
+        return b.combine(node, UNARY["rint"], [_required(b, node, args, "a")])
+    return b.combine(node, lambda x: fp.div(UNARY["rint"](fp.mul(x, scale)), scale),
+                     [_required(b, node, args, "a")])
+
+
 def _where(b, node, args):
     if "x" not in args and "y" not in args:
         raise b.src.error(node, f"`{ast.unparse(node)}` gives the indices where the condition "
@@ -1219,6 +1246,8 @@ NUMPY = {
     "cumsum": (_cumulative(fp.add), ("a", "axis", "dtype"), ()),
     "cumprod": (_cumulative(fp.mul), ("a", "axis", "dtype"), ()),
     "where": (_where, ("condition", "x", "y"), ()),
+    "round": (_round, ("a", "decimals"), ()),
+    "around": (_round, ("a", "decimals"), ()),
     "clip": (_clip, ("a", "a_min", "a_max"), ()),
     "transpose": (_transpose, ("a", "axes"), ()),
     "flip": (_flip(None), ("m", "axis"), ()),

@@ -180,7 +180,8 @@ class KernelBuilder(LoopLowering, CallLowering, ArrayLowering):
                 raise KernelSyntaxError(f"integer array {sorted(loaded)[0]!r} is written by the "
                                         "kernel and indexes an array; index arrays are checked "
                                         "against their values on entry, so they must be "
-                                        "read-only", self.src.filename, line, 1)
+                                        "read-only: compute it outside the kernel and pass "
+                                        "it in", self.src.filename, line, 1)
 
     def _check_outside_read_only(self, body):
         """Arrays from outside the body (hidden arguments) are read, never written: the

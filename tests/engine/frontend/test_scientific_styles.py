@@ -6,7 +6,8 @@ a Kuramoto step (np.subtract.outer), an image filter (scipy.ndimage) on an np.mg
 Gaussian elimination (np.identity(n, a.dtype), np.diagonal), a cosine taper whose width
 Python computes through floats (int(np.ceil(a * (n - 1) / 2)), len(B.shape),
 .astype(B.dtype, copy=False)), spring forces (np.linalg.norm, np.add.at), reflecting walls
-(i = np.where(pos[:, d] < 0) then pos[i, d] *= -1: the indices as a mask, among others).
+(i = np.where(pos[:, d] < 0) then pos[i, d] *= -1: the indices as a mask, among others),
+cloud-in-cell weights (np.floor(x / dx).astype(int), np.mod, np.round, np.rint, np.ceil).
 
 Forward against the kernel run as Python, gradients and tangents against central
 differences (test_numpy_calls' check).
@@ -175,6 +176,20 @@ def reflect(pos, vel, box: float):
     return pos, vel, np.sum(pos[pos[:, 1] > 1.0, 0])
 
 
+def cell_weights(x, y, dx: float, n: int):
+    """Each particle's cell and its weight towards the next one, as particle-in-cell codes
+    compute them (floats rounded down and converted to integers)."""
+    j = np.floor(x / dx).astype(int)
+    jp1 = np.mod(j + 1, n)
+    w = (x - j * dx) / dx
+    steps = np.round(y) + np.rint(y) + np.ceil(y) * np.trunc(x * 3) + np.around(x)
+    return w * y + steps * x, jp1, np.floor(x).astype(np.int32) * 2
+
+
+def cents(y):
+    return (np.round(y, 2) * 100).astype(np.int32), np.round(y, 1) - y
+
+
 def _lbm(rng):
     F = 1.0 + 0.01 * rng.standard_normal((5, 6, 9))
     return F, 0.8
@@ -197,9 +212,11 @@ CASES = [
     (kernel(spring_acc), _springs),
     (kernel(reflect), lambda rng: (rng.uniform(-0.5, 2.5, (8, 2)), rng.standard_normal((8, 2)),
                                    2.0)),
+    (kernel(cell_weights), lambda rng: (rng.uniform(0, 2, 12), rng.uniform(-3, 3, 12), 0.25,
+                                        8)),
 ]
 IDS = ["lbm", "wave", "upwind", "lorenz63", "kmeans", "radial_profile", "kuramoto",
-       "smoothed_edges", "elimination", "taper", "spring_acc", "reflect"]
+       "smoothed_edges", "elimination", "taper", "spring_acc", "reflect", "cell_weights"]
 
 
 @pytest.mark.parametrize("case", range(len(CASES)), ids=IDS)
@@ -223,3 +240,8 @@ def test_an_integer_through_floats_is_the_call_sizes_own():
         B = rng_for("taper", salt=str(n)).standard_normal((n, n))
         np.testing.assert_allclose(k(B.copy()), taper(B.copy()), rtol=1e-13)
 
+
+
+def test_rounding_to_decimals_and_converting_is_numpys():
+    y = rng_for("cents").uniform(-3, 3, 50)
+    check_forward(kernel(cents), (y,), bitwise=True)
