@@ -77,6 +77,9 @@ COLLECTIONS = {
     "pic": ("https://github.com/pmocz/pic-python",
             "1-D particle-in-cell plasma: cloud-in-cell deposits (np.bincount), a sparse "
             "Poisson solve"),
+    "filterpy": ("https://github.com/rlabbe/filterpy",
+                 "Kalman filtering: predict/update steps, the RTS smoother, the unscented "
+                 "transform, Gaussian statistics"),
     "benchpress": ("https://github.com/bh107/benchpress",
                    "Bohrium's NumPy benchmarks: Rosenbrock, Black-Scholes, Gaussian "
                    "elimination, LU, magnetic field extrapolation, a sea-ice model"),
@@ -243,6 +246,32 @@ def plasma(r, count=200, cells=16, box=50.0):
             sparse.csr_matrix(L / dx ** 2))
 
 
+def spd(r, n, *batch):
+    """Symmetric positive definite matrices (covariances)."""
+    a = normal(r, *batch, n, n, scale=0.5)
+    return a @ np.swapaxes(a, -1, -2) + np.eye(n)
+
+
+def kalman_update(r):
+    """x, P, z, R, H of a constant-velocity model in 2-D observed in position."""
+    H = np.array([[1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0]])
+    return normal(r, 4), spd(r, 4), normal(r, 2), spd(r, 2), H
+
+
+def smoother(r, n=6):
+    return normal(r, n, 4), spd(r, 4, n), np.eye(4) + normal(r, n, 4, 4, scale=0.1), spd(r, 4, n)
+
+
+def sigma_points(r, n=3):
+    """Julier's 2n + 1 sigma points of N(mu, P) with kappa = 3 - n: points and weights."""
+    mu, L, kappa = normal(r, n), np.linalg.cholesky(spd(r, n)), 3.0 - n
+    spread = np.sqrt(n + kappa) * L.T
+    sigmas = np.vstack([mu, mu + spread, mu - spread])
+    w = np.full(2 * n + 1, 0.5 / (n + kappa))
+    w[0] = kappa / (n + kappa)
+    return sigmas, w, w.copy(), spd(r, n)
+
+
 def dominant(r, n=12):
     """A diagonally dominant matrix: elimination without pivoting stays well conditioned."""
     return uniform(r, 0, 1, n, n) + n * np.eye(n)
@@ -386,6 +415,23 @@ CASES = [
          outputs=("pos", "vel")),
     # pic-python: deposits through indices the function computes, SciPy's sparse solve
     Case("pic.getAcc", "pic", "pic", "getAcc", plasma),
+    # filterpy: the Kalman filter's steps (np.isscalar, dot imported from numpy, try/except
+    # around linalg.inv, a helper raising ValueError, identity tests of arguments)
+    Case("kalman.predict", "filterpy", "filterpy.kalman.kalman_filter", "predict",
+         lambda r: (normal(r, 4), spd(r, 4), np.eye(4) + normal(r, 4, 4, scale=0.1),
+                    spd(r, 4))),
+    Case("kalman.update", "filterpy", "filterpy.kalman.kalman_filter", "update",
+         kalman_update),
+    Case("kalman.rts_smoother", "filterpy", "filterpy.kalman.kalman_filter", "rts_smoother",
+         smoother),
+    Case("unscented_transform", "filterpy", "filterpy.kalman.unscented_transform",
+         "unscented_transform", sigma_points),
+    Case("stats.mahalanobis", "filterpy", "filterpy.stats.stats", "mahalanobis",
+         lambda r: (normal(r, 3), normal(r, 3), spd(r, 3))),
+    Case("stats.multivariate_multiply", "filterpy", "filterpy.stats.stats",
+         "multivariate_multiply", lambda r: (normal(r, 3), spd(r, 3), normal(r, 3), spd(r, 3))),
+    Case("Q_discrete_white_noise", "filterpy", "filterpy.common.discretization",
+         "Q_discrete_white_noise", lambda r: (3, 0.1, 2.0, 2)),
     # benchpress: scripts that parse their command line when imported (argv), a
     # benchmark object's flush() inside the loops, string flags, dtype=/positional dtypes
     Case("rosen", "benchpress", "benchpress.benchmarks.rosenbrock.python_numpy.rosenbrock",

@@ -658,6 +658,15 @@ def _matmul(b, node, args):
                   b.expr(_required(b, node, args, "b")))
 
 
+def _dot(b, node, args):
+    """``np.dot(a, b)``, ``a.dot(b)``: a matrix product, or a product where either is a
+    number (``dot(B, u)`` with the defaults ``B=1, u=0``)."""
+    a, c = (_required(b, node, args, k) for k in ("a", "b"))
+    if not (b.expr(a).rank and b.expr(c).rank):
+        return b.combine(node, fp.mul, [a, c])
+    return _matmul(b, node, args)
+
+
 def _vdot(b, node, args):
     """``np.vdot(a, b)``: the sum of ``conj(a) * b`` over their elements in C order."""
     from .array_matmul import matmul
@@ -1024,10 +1033,18 @@ def _vstack(b, node, args):
 
 
 def _at_least(b, node, p, rank):
-    """``np.atleast_1d`` / ``atleast_2d``: new axes in front (a vector becomes a row)."""
-    while p.rank < rank:
+    """``np.atleast_1d/2d/3d``: axes of length 1 where NumPy puts them, in front up to 2-D
+    (a vector becomes a row), then last (``(n,)`` in 3-D: ``(1, n, 1)``)."""
+    while p.rank < min(rank, 2):
         p = _new_axis(p, 0)
+    if p.rank < rank:
+        p = _new_axis(p, p.rank)
     return p
+
+
+def _at_least_call(rank):
+    return lambda b, node, args: _at_least(b, node, b.expr(_required(b, node, args, "arys")),
+                                           rank)
 
 
 def _array(copy):
@@ -1239,6 +1256,9 @@ NUMPY = {
     "triu": (_triangle(False), ("m", "k"), ()),
     "diag": (_diag, ("v", "k"), ()),
     "diagonal": (_diagonal, ("a", "offset"), ()),
+    "atleast_1d": (_at_least_call(1), ("arys",), ()),
+    "atleast_2d": (_at_least_call(2), ("arys",), ()),
+    "atleast_3d": (_at_least_call(3), ("arys",), ()),
     "tile": (_tile, ("A", "reps"), ()),
     "repeat": (_repeat, ("a", "repeats", "axis"), ()),
     "average": (_average, ("a", "axis", "weights"), ("keepdims",)),
@@ -1267,7 +1287,7 @@ NUMPY = {
     "var": (_reduce("var"), REDUCE_ARGS, REDUCE_KEYWORDS),
     "std": (_reduce("std"), REDUCE_ARGS, REDUCE_KEYWORDS),
     "cov": (_cov, ("m", "y", "rowvar", "bias", "ddof"), ()),
-    "dot": (_matmul, ("a", "b"), ()),
+    "dot": (_dot, ("a", "b"), ()),
     "matmul": (_matmul, ("a", "b"), ()),
     "outer": (_outer, ("a", "b"), ()),
     "vdot": (_vdot, ("a", "b"), ()),
@@ -1284,7 +1304,7 @@ METHODS.update({
     "transpose": (_method_transpose, ("a",) + VARARGS, ()),
     "reshape": (_method_reshape, ("a",) + VARARGS, ()),
     "ravel": (_ravel, ("a",), ()),
-    "dot": (_matmul, ("a", "b"), ()),
+    "dot": (_dot, ("a", "b"), ()),
     "flatten": (lambda b, node, args: without_view(_ravel(b, node, args)), ("a",), ()),
     "cumsum": (_cumulative(fp.add), ("a", "axis", "dtype"), ()),
     "cumprod": (_cumulative(fp.mul), ("a", "axis", "dtype"), ()),

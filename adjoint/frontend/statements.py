@@ -213,6 +213,10 @@ class KernelBuilder(LoopLowering, CallLowering, ArrayLowering):
                 stmts[k:k + 1 if not returns else len(stmts)] = taken    # the rest: dead
                 k -= 1
                 continue
+            if isinstance(stmt, ast.Try):   # what runs when the body raises nothing
+                stmts[k:k + 1] = self._without_handlers(stmt)
+                k -= 1
+                continue
             copies = self.unrolled(stmt)
             if copies is not None:      # `for kr in range(2)` deciding slice ends: unrolled
                 stmts[k:k + 1] = copies
@@ -626,6 +630,17 @@ class KernelBuilder(LoopLowering, CallLowering, ArrayLowering):
         ex = ExpressionBuilder(self, self.scope)
         self.scope[target.id] = IntValue(ex.index(value, f"integer local {target.id!r}"))
         return []
+
+    def _without_handlers(self, stmt):
+        """``try:`` as the statements Python runs when its body raises nothing: the body,
+        ``else:``, ``finally:``. A kernel raises nothing its code could catch (arithmetic
+        gives inf and nan, as C's; bad indices and shapes are errors before it runs), so
+        the handlers are never lowered (``except: K = dot(P, 1. / S)``, ``print(x); raise``)."""
+        if stmt.finalbody and any(isinstance(n, ast.Return) for s in stmt.body + stmt.orelse
+                                  for n in ast.walk(s)):
+            raise self.src.error(stmt, "a `return` inside `try:` with `finally:` (which Python "
+                                       "runs before returning); return after the try statement")
+        return stmt.body + stmt.orelse + stmt.finalbody
 
     def _decided_branch(self, stmt):
         """The statements an ``if`` runs when its condition is known when compiling (an

@@ -28,12 +28,11 @@ def bad_slice(A: float64[N], T: int) -> float:
 
 def bad_try(A: float64[N], T: int) -> float:
     for t in range(T):
-        for i in range(N):
-            try:  # ERR
-                A[i] = 0.0
-            except ValueError:
-                pass
-    return np.sum(A * A)
+        A[t] = 0.5 * A[t]
+    try:  # ERR
+        return np.sum(A * A)
+    finally:
+        A[0] = 0.0
 
 
 def bad_while_else(A: float64[N], T: int) -> float:

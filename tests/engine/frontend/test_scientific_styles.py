@@ -7,7 +7,9 @@ Gaussian elimination (np.identity(n, a.dtype), np.diagonal), a cosine taper whos
 Python computes through floats (int(np.ceil(a * (n - 1) / 2)), len(B.shape),
 .astype(B.dtype, copy=False)), spring forces (np.linalg.norm, np.add.at), reflecting walls
 (i = np.where(pos[:, d] < 0) then pos[i, d] *= -1: the indices as a mask, among others),
-cloud-in-cell weights (np.floor(x / dx).astype(int), np.mod, np.round, np.rint, np.ceil).
+cloud-in-cell weights (np.floor(x / dx).astype(int), np.mod, np.round, np.rint, np.ceil),
+a Kalman filter's steps (functions imported from numpy and numpy.linalg, np.isscalar,
+np.dot of numbers, np.atleast_2d, `in` of integers, try/except).
 
 Forward against the kernel run as Python, gradients and tangents against central
 differences (test_numpy_calls' check).
@@ -15,8 +17,11 @@ differences (test_numpy_calls' check).
 import math
 
 import numpy as np
+import numpy.linalg as linalg
 import pytest
 import scipy.ndimage as ndi
+from numpy import dot
+from numpy.linalg import inv
 
 from adjoint import kernel
 from kernel_testing import rng_for
@@ -190,6 +195,44 @@ def cents(y):
     return (np.round(y, 2) * 100).astype(np.int32), np.round(y, 1) - y
 
 
+def _as_column(z, dim, ndim):
+    z = np.atleast_2d(z)
+    if z.shape[1] == dim:
+        z = z.T
+    if z.shape != (dim, 1):
+        raise ValueError("z must be convertible to shape ({}, 1)".format(dim))
+    return z[:, 0] if ndim == 1 else z
+
+
+def kalman_step(x, P, z, R, H, F, Q, order: int, B=1, u=0):
+    """Predict, then update with z, in filterpy's style."""
+    if order not in (1, 2):
+        raise ValueError("order must be 1 or 2")
+    if np.isscalar(F):
+        F = np.array(F)
+    x = dot(F, x) + dot(B, u)
+    P = dot(dot(F, P), F.T) + Q
+    Hx = np.atleast_1d(dot(H, x))
+    y = _as_column(z, Hx.shape[0], x.ndim) - Hx
+    S = dot(dot(H, P), H.T) + R
+    try:
+        K = dot(dot(P, H.T), linalg.inv(S))
+    except linalg.LinAlgError:
+        K = dot(dot(P, H.T), 1.0 / S)
+    x = x + dot(K, y)
+    I_KH = np.eye(K.shape[0]) - dot(K, H)
+    P = dot(dot(I_KH, P), I_KH.T) + dot(dot(K, R), K.T) * order
+    return x, P, np.atleast_3d(inv(S))
+
+
+def _kalman(rng):
+    a, c = rng.standard_normal((4, 4)), rng.standard_normal((2, 2))
+    H = np.array([[1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0]])
+    return (rng.standard_normal(4), a @ a.T + np.eye(4), rng.standard_normal(2),
+            c @ c.T + np.eye(2), H, np.eye(4) + 0.1 * rng.standard_normal((4, 4)),
+            0.1 * np.eye(4), 2)
+
+
 def _lbm(rng):
     F = 1.0 + 0.01 * rng.standard_normal((5, 6, 9))
     return F, 0.8
@@ -214,9 +257,10 @@ CASES = [
                                    2.0)),
     (kernel(cell_weights), lambda rng: (rng.uniform(0, 2, 12), rng.uniform(-3, 3, 12), 0.25,
                                         8)),
+    (kernel(kalman_step), _kalman),
 ]
 IDS = ["lbm", "wave", "upwind", "lorenz63", "kmeans", "radial_profile", "kuramoto",
-       "smoothed_edges", "elimination", "taper", "spring_acc", "reflect", "cell_weights"]
+       "smoothed_edges", "elimination", "taper", "spring_acc", "reflect", "cell_weights", "kalman_step"]
 
 
 @pytest.mark.parametrize("case", range(len(CASES)), ids=IDS)
@@ -245,3 +289,10 @@ def test_an_integer_through_floats_is_the_call_sizes_own():
 def test_rounding_to_decimals_and_converting_is_numpys():
     y = rng_for("cents").uniform(-3, 3, 50)
     check_forward(kernel(cents), (y,), bitwise=True)
+
+
+def test_a_number_for_a_matrix_takes_the_isscalar_branch():
+    """``F = 1.5``: np.isscalar(F) holds, np.array(F) is 0-d and dot(F, x) scales."""
+    args = list(_kalman(rng_for("kalman scalar")))
+    args[5] = 1.5
+    check_forward(kernel(kalman_step), tuple(args), bitwise=False, rtol=1e-12)
