@@ -573,6 +573,29 @@ def _clip(b, node, args):
 
 
 # ---- views --------------------------------------------------------------------------------
+def _squeeze(b, node, args):
+    """``np.squeeze(a, axis=None)``, ``a.squeeze()``: a view without the axes of length 1
+    (all of them, or those of ``axis=``), a size's length as the call's (``at_call``)."""
+    a = b.expr(_required(b, node, args, "a"))
+
+    def one(n):
+        if n.is_number:
+            return n == 1
+        decided = b.ex.at_call(node, sp.Eq(n, 1), lambda ok: (
+            f"`{ast.unparse(node)}` was compiled for {n} {'==' if ok else '!='} 1"))
+        return decided is sp.true
+    given = _axes(b, args.get("axis"), a.rank, default_all=False)
+    dropped = [k for k in (given or range(a.rank)) if one(a.shape[k])]
+    if given is not None and len(dropped) != len(given):
+        raise b.src.error(node, f"`{ast.unparse(node)}`: an axis of axis= is not of length 1")
+    kept = [k for k in range(a.rank) if k not in dropped]
+
+    def old_index(q):
+        where = dict(zip(kept, q))
+        return tuple(where.get(k, sp.Integer(0)) for k in range(a.rank))
+    return remap(a, [a.shape[k] for k in kept], old_index)
+
+
 def _diagonal(b, node, args):
     """``np.diagonal(a, offset)``, ``a.diagonal()``: a matrix's diagonal, as np.diag's."""
     a = _required(b, node, args, "a")
@@ -1256,6 +1279,7 @@ NUMPY = {
     "triu": (_triangle(False), ("m", "k"), ()),
     "diag": (_diag, ("v", "k"), ()),
     "diagonal": (_diagonal, ("a", "offset"), ()),
+    "squeeze": (_squeeze, ("a", "axis"), ()),
     "atleast_1d": (_at_least_call(1), ("arys",), ()),
     "atleast_2d": (_at_least_call(2), ("arys",), ()),
     "atleast_3d": (_at_least_call(3), ("arys",), ()),
@@ -1299,6 +1323,7 @@ METHODS.update({
     "copy": (_copy, ("a",), ()),
     "astype": (_copy, ("a", "dtype"), ("copy",)),      # copy=False: a copy is fine too
     "diagonal": (_diagonal, ("a", "offset"), ()),
+    "squeeze": (_squeeze, ("a", "axis"), ()),
     "conj": (_part("conj", "a"), ("a",), ()),
     "conjugate": (_part("conj", "a"), ("a",), ()),
     "transpose": (_method_transpose, ("a",) + VARARGS, ()),

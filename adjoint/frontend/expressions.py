@@ -386,8 +386,10 @@ class ExpressionBuilder:
     def _value(self, node, elementwise):
         method = getattr(self, "_value_" + type(node).__name__, None)
         if method is None:
+            hint = "; for numbers, make the array NumPy makes of it: np.array([...])" \
+                if isinstance(node, (ast.List, ast.Tuple)) else ""
             raise self.src.error(node, f"`{ast.unparse(node)}`: {_describe(node)} is not "
-                                       "supported in kernels")
+                                       "supported in kernels" + hint)
         return real(self.src, node, method(node, elementwise))
 
     def _value_IfExp(self, node, elementwise):

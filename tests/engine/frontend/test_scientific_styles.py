@@ -9,7 +9,8 @@ Python computes through floats (int(np.ceil(a * (n - 1) / 2)), len(B.shape),
 (i = np.where(pos[:, d] < 0) then pos[i, d] *= -1: the indices as a mask, among others),
 cloud-in-cell weights (np.floor(x / dx).astype(int), np.mod, np.round, np.rint, np.ceil),
 a Kalman filter's steps (functions imported from numpy and numpy.linalg, np.isscalar,
-np.dot of numbers, np.atleast_2d, `in` of integers, try/except).
+np.dot of numbers, np.atleast_2d, `in` of integers, try/except), a Mahalanobis distance
+(np.asarray(x, dtype=None).squeeze(), np.squeeze(m, axis=1), float() of a product).
 
 Forward against the kernel run as Python, gradients and tangents against central
 differences (test_numpy_calls' check).
@@ -233,6 +234,14 @@ def _kalman(rng):
             0.1 * np.eye(4), 2)
 
 
+def mahalanobis(x, mean, cov):
+    x = np.atleast_1d(np.asarray(x, dtype=None).squeeze())
+    if x.ndim > 1:
+        raise ValueError("Input vector should be 1-D.")
+    y = x - np.squeeze(mean, axis=1)
+    return math.sqrt(float(np.dot(np.dot(y.T, inv(np.atleast_2d(cov))), y)))
+
+
 def _lbm(rng):
     F = 1.0 + 0.01 * rng.standard_normal((5, 6, 9))
     return F, 0.8
@@ -258,9 +267,11 @@ CASES = [
     (kernel(cell_weights), lambda rng: (rng.uniform(0, 2, 12), rng.uniform(-3, 3, 12), 0.25,
                                         8)),
     (kernel(kalman_step), _kalman),
+    (kernel(mahalanobis), lambda rng: (rng.standard_normal((1, 3)), rng.standard_normal((3, 1)),
+                                       np.eye(3) + 0.1 * np.ones((3, 3)))),
 ]
 IDS = ["lbm", "wave", "upwind", "lorenz63", "kmeans", "radial_profile", "kuramoto",
-       "smoothed_edges", "elimination", "taper", "spring_acc", "reflect", "cell_weights", "kalman_step"]
+       "smoothed_edges", "elimination", "taper", "spring_acc", "reflect", "cell_weights", "kalman_step", "mahalanobis"]
 
 
 @pytest.mark.parametrize("case", range(len(CASES)), ids=IDS)
@@ -296,3 +307,12 @@ def test_a_number_for_a_matrix_takes_the_isscalar_branch():
     args = list(_kalman(rng_for("kalman scalar")))
     args[5] = 1.5
     check_forward(kernel(kalman_step), tuple(args), bitwise=False, rtol=1e-12)
+
+
+def test_squeeze_drops_the_axes_of_length_one_at_each_calls_sizes():
+    k = kernel(mahalanobis)
+    rng = rng_for("squeeze")
+    for shape in ((1, 3), (3,), (1, 1, 4), (4, 1)):
+        n = shape[-1] if shape[-1] > 1 else shape[0]
+        args = (rng.standard_normal(shape), rng.standard_normal((n, 1)), np.eye(n))
+        assert k(*args) == pytest.approx(mahalanobis(*args), rel=1e-13)
