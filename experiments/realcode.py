@@ -67,6 +67,22 @@ COLLECTIONS = {
     "sph": ("https://github.com/pmocz/sph-python", "smoothed-particle hydrodynamics of a star"),
     "shallowwater": ("https://github.com/dionhaefner/shallow-water",
                      "shallow-water model on an Arakawa C grid (teaching code)"),
+    "nbody": ("https://github.com/pmocz/nbody-python",
+              "gravitational N-body: all-pairs accelerations and energies"),
+    "mhd": ("https://github.com/pmocz/constrainedtransport-python",
+            "ideal magnetohydrodynamics, finite volumes with constrained transport "
+            "(`np.roll`, face-centred fields)"),
+    "springs": ("https://github.com/pmocz/springnetwork-python",
+                "a network of springs: scatter-adds over index arrays, reflecting walls"),
+    "pic": ("https://github.com/pmocz/pic-python",
+            "1-D particle-in-cell plasma: cloud-in-cell deposits (np.bincount), a sparse "
+            "Poisson solve"),
+    "filterpy": ("https://github.com/rlabbe/filterpy",
+                 "Kalman filtering: predict/update steps, the RTS smoother, the unscented "
+                 "transform, Gaussian statistics"),
+    "benchpress": ("https://github.com/bh107/benchpress",
+                   "Bohrium's NumPy benchmarks: Rosenbrock, Black-Scholes, Gaussian "
+                   "elimination, LU, magnetic field extrapolation, a sea-ice model"),
 }
 
 
@@ -80,6 +96,7 @@ class Case:
     outputs: tuple = ()   # arguments that are outputs although the original may not change them
     no_gradient: str = ""  # why the gradient is not checked
     held: tuple = ()       # (inputs the gradient check does not move, why)
+    argv: tuple = ()       # the command line a module parses when it is imported
 
 
 # ------------------------------------------------------------------------ the inputs
@@ -177,10 +194,94 @@ def stars(r, n=50):
     return normal(r, n, 3), normal(r, n, 3, scale=0.1)
 
 
+def mhd_state(r, n=16):
+    """rho, vx, vy, P (total pressure, above the magnetic 0.5 B^2) and cell-centred Bx, By."""
+    return (uniform(r, 1.0, 2.0, n, n), normal(r, n, n, scale=0.5), normal(r, n, n, scale=0.5),
+            uniform(r, 2.0, 3.0, n, n), normal(r, n, n, scale=0.5), normal(r, n, n, scale=0.5))
+
+
+def mhd_faces(r, n=16):
+    left, right = mhd_state(r, n), mhd_state(r, n)
+    return tuple(v for pair in zip(left, right) for v in pair) + (5 / 3,)
+
+
+def springs(r, rows=5, cols=4):
+    """A grid of nodes joined to their right and lower neighbours: positions, velocities,
+    the springs' end nodes (int64) and rest lengths slightly off the actual ones."""
+    pos = np.stack(np.meshgrid(np.arange(cols), np.arange(rows)), -1).reshape(-1, 2) * 1.0
+    pos += normal(r, rows * cols, 2, scale=0.05)
+    node = np.arange(rows * cols).reshape(rows, cols)
+    ci = np.concatenate([node[:, :-1].ravel(), node[:-1, :].ravel()])
+    cj = np.concatenate([node[:, 1:].ravel(), node[1:, :].ravel()])
+    return (pos, normal(r, rows * cols, 2), ci, cj, uniform(r, 0.9, 1.1, len(ci)),
+            40.0, -0.1)
+
+
+def sea(r, nl=6, nw=5):
+    """wisp's four layers of sea water on an nl x nw grid: salinity, density, depths, ice
+    cover, ice export, ice growth (either sign)."""
+    return (uniform(r, 30, 36, nl, nw, 4), uniform(r, 1020, 1030, nl, nw, 4),
+            uniform(r, 10, 100, 4), uniform(r, 0.1, 0.9, nl, nw), 0.5, normal(r, nl, nw))
+
+
+def sea_heat(r, nl=6, nw=5):
+    """temp()'s inputs: temperatures, density, depths, mass, heat capacity, ice cover,
+    season (winter), ice thickness, ice export."""
+    return (uniform(r, -1.5, 4, nl, nw, 4), uniform(r, 1020, 1030, nl, nw, 4),
+            uniform(r, 10, 100, 4), uniform(r, 1e4, 1e5, nl, nw, 4),
+            uniform(r, 3900, 4100, nl, nw, 4), uniform(r, 0.1, 0.9, nl, nw), 0,
+            uniform(r, 0.2, 2.0, nl, nw), 0.5)
+
+
+def plasma(r, count=200, cells=16, box=50.0):
+    """Particle positions, the mesh, and getAcc's periodic gradient and Laplacian as the
+    script builds them (SciPy CSR matrices)."""
+    import scipy.sparse as sparse
+    dx, e = box / cells, np.ones(cells)
+    G = sparse.lil_matrix(sparse.spdiags(np.vstack((-e, e)), [-1, 1], cells, cells))
+    G[0, cells - 1], G[cells - 1, 0] = -1, 1
+    L = sparse.lil_matrix(sparse.spdiags(np.vstack((e, -2 * e, e)), [-1, 0, 1], cells, cells))
+    L[0, cells - 1], L[cells - 1, 0] = 1, 1
+    return (uniform(r, 0, box, count, 1), cells, box, 1.0, sparse.csr_matrix(G / (2 * dx)),
+            sparse.csr_matrix(L / dx ** 2))
+
+
+def spd(r, n, *batch):
+    """Symmetric positive definite matrices (covariances)."""
+    a = normal(r, *batch, n, n, scale=0.5)
+    return a @ np.swapaxes(a, -1, -2) + np.eye(n)
+
+
+def kalman_update(r):
+    """x, P, z, R, H of a constant-velocity model in 2-D observed in position."""
+    H = np.array([[1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0]])
+    return normal(r, 4), spd(r, 4), normal(r, 2), spd(r, 2), H
+
+
+def smoother(r, n=6):
+    return normal(r, n, 4), spd(r, 4, n), np.eye(4) + normal(r, n, 4, 4, scale=0.1), spd(r, 4, n)
+
+
+def sigma_points(r, n=3):
+    """Julier's 2n + 1 sigma points of N(mu, P) with kappa = 3 - n: points and weights."""
+    mu, L, kappa = normal(r, n), np.linalg.cholesky(spd(r, n)), 3.0 - n
+    spread = np.sqrt(n + kappa) * L.T
+    sigmas = np.vstack([mu, mu + spread, mu - spread])
+    w = np.full(2 * n + 1, 0.5 / (n + kappa))
+    w[0] = kappa / (n + kappa)
+    return sigmas, w, w.copy(), spd(r, n)
+
+
+def dominant(r, n=12):
+    """A diagonally dominant matrix: elimination without pivoting stays well conditioned."""
+    return uniform(r, 0, 1, n, n) + n * np.eye(n)
+
+
 # ------------------------------------------------------------------------- the cases
 
 D, P, T = "dapper", "pyhpc", "pythran"
 FLOAT32 = "the original computes in float32: its central differences are noise"
+BENCH = ("1*1",)           # benchpress' Benchmark reads a size from the command line
 MASKS = ("0/1 land masks: the original jumps where one leaves 0 (the superbee limiter's "
          "where(|rj| < eps, eps, rj) divides by rj = difference * mask)")
 CASES = [
@@ -286,6 +387,86 @@ CASES = [
     # shallow-water: the boundary helper its time step calls (module flags, a string)
     Case("enforce_boundaries", "shallowwater", "shallow_water_nonlinear", "enforce_boundaries",
          lambda r: (normal(r, 20, 30), "u"), outputs=("arr",)),
+    # nbody-python: all pairs of stars (x.T - x broadcasting, masked updates, triu, hstack)
+    Case("nbody.getAcc", "nbody", "nbody", "getAcc",
+         lambda r: (normal(r, 40, 3), uniform(r, 0.1, 0.5, 40, 1), 1.0, 0.1)),
+    Case("nbody.getEnergy", "nbody", "nbody", "getEnergy",
+         lambda r: (normal(r, 40, 3), normal(r, 40, 3), uniform(r, 0.1, 0.5, 40, 1), 1.0)),
+    # constrainedtransport-python: MHD on a periodic grid (np.roll, tuple returns, a helper
+    # returning a tuple, in-place updates of arguments)
+    Case("mhd.getCurl", "mhd", "constrainedtransport", "getCurl",
+         lambda r: (normal(r, 16, 16), 1 / 16)),
+    Case("mhd.getDiv", "mhd", "constrainedtransport", "getDiv",
+         lambda r: (normal(r, 16, 16), normal(r, 16, 16), 1 / 16)),
+    Case("mhd.getBavg", "mhd", "constrainedtransport", "getBavg",
+         lambda r: (normal(r, 16, 16), normal(r, 16, 16))),
+    Case("mhd.getConserved", "mhd", "constrainedtransport", "getConserved",
+         lambda r: (*mhd_state(r), 5 / 3, 1 / 256)),
+    Case("mhd.getPrimitive", "mhd", "constrainedtransport", "getPrimitive",
+         lambda r: (*uniform(r, 1.0, 2.0, 4, 16, 16) / 256, *normal(r, 2, 16, 16, scale=0.3),
+                    5 / 3, 1 / 256)),
+    Case("mhd.constrainedTransport", "mhd", "constrainedtransport", "constrainedTransport",
+         lambda r: (*normal(r, 4, 16, 16), 1 / 16, 1e-3)),
+    Case("mhd.getFlux", "mhd", "constrainedtransport", "getFlux", mhd_faces),
+    # springnetwork-python: np.linalg.norm, np.add.at over index arrays, np.where's tuple
+    Case("springs.getAcc", "springs", "springnetwork", "getAcc", springs),
+    Case("springs.applyBoundary", "springs", "springnetwork", "applyBoundary",
+         lambda r: (uniform(r, -0.5, 2.5, 30, 2), normal(r, 30, 2), 2.0),
+         outputs=("pos", "vel")),
+    # pic-python: deposits through indices the function computes, SciPy's sparse solve
+    Case("pic.getAcc", "pic", "pic", "getAcc", plasma),
+    # filterpy: the Kalman filter's steps (np.isscalar, dot imported from numpy, try/except
+    # around linalg.inv, a helper raising ValueError, identity tests of arguments)
+    Case("kalman.predict", "filterpy", "filterpy.kalman.kalman_filter", "predict",
+         lambda r: (normal(r, 4), spd(r, 4), np.eye(4) + normal(r, 4, 4, scale=0.1),
+                    spd(r, 4))),
+    Case("kalman.update", "filterpy", "filterpy.kalman.kalman_filter", "update",
+         kalman_update),
+    Case("kalman.rts_smoother", "filterpy", "filterpy.kalman.kalman_filter", "rts_smoother",
+         smoother),
+    Case("unscented_transform", "filterpy", "filterpy.kalman.unscented_transform",
+         "unscented_transform", sigma_points),
+    Case("stats.mahalanobis", "filterpy", "filterpy.stats.stats", "mahalanobis",
+         lambda r: (normal(r, 3), normal(r, 3), spd(r, 3))),
+    Case("stats.multivariate_multiply", "filterpy", "filterpy.stats.stats",
+         "multivariate_multiply", lambda r: (normal(r, 3), spd(r, 3), normal(r, 3), spd(r, 3))),
+    Case("Q_discrete_white_noise", "filterpy", "filterpy.common.discretization",
+         "Q_discrete_white_noise", lambda r: (3, 0.1, 2.0, 2)),
+    # benchpress: scripts that parse their command line when imported (argv), a
+    # benchmark object's flush() inside the loops, string flags, dtype=/positional dtypes
+    Case("rosen", "benchpress", "benchpress.benchmarks.rosenbrock.python_numpy.rosenbrock",
+         "rosen", lambda r: (uniform(r, 0, 1, 100),), argv=BENCH),
+    Case("black_scholes.CND", "benchpress",
+         "benchpress.benchmarks.black_scholes.python_numpy.black_scholes", "CND",
+         lambda r: (normal(r, 100),), argv=BENCH),
+    Case("black_scholes.BS", "benchpress",
+         "benchpress.benchmarks.black_scholes.python_numpy.black_scholes", "BS",
+         lambda r: ("c", uniform(r, 58, 62, 100), 65.0, 0.1, 0.08, 0.3), argv=BENCH),
+    Case("black_scholes.price", "benchpress",
+         "benchpress.benchmarks.black_scholes.python_numpy.black_scholes", "price",
+         lambda r: (uniform(r, 58, 62, 100), 5), argv=BENCH),
+    Case("gauss", "benchpress", "benchpress.benchmarks.gauss.python_numpy.gauss", "gauss",
+         lambda r: (dominant(r),), argv=BENCH),
+    Case("lu", "benchpress", "benchpress.benchmarks.lu.python_numpy.lu", "lu",
+         lambda r: (dominant(r),), argv=BENCH),
+    Case("magnetic.window", "benchpress",
+         "benchpress.benchmarks.magnetic_field_extrapolation.python_numpy."
+         "magnetic_field_extrapolation", "window", lambda r: (normal(r, 16, 16),), argv=BENCH),
+    Case("magnetic.calcB", "benchpress",
+         "benchpress.benchmarks.magnetic_field_extrapolation.python_numpy."
+         "magnetic_field_extrapolation", "calcB", lambda r: (normal(r, 8, 8),), argv=BENCH),
+    # its sea-ice model (wisp): UNESCO's seawater polynomials (a Latin-1 source), salt and
+    # heat budgets of four layers (`[NL, NW, layers] = S.shape`, masks times numbers)
+    Case("wisp.dens", "benchpress", "benchpress.benchmarks.wisp.python_numpy.density_imr",
+         "dens", lambda r: (uniform(r, 30, 36, 40), uniform(r, -1.5, 20, 40),
+                            uniform(r, 0, 1000, 40))),
+    Case("wisp.heatcap", "benchpress", "benchpress.benchmarks.wisp.python_numpy.heat_imr",
+         "heatcap", lambda r: (uniform(r, 30, 36, 40), uniform(r, -1.5, 20, 40),
+                               uniform(r, 0, 1000, 40))),
+    Case("wisp.salt", "benchpress", "benchpress.benchmarks.wisp.python_numpy.salt", "salt",
+         sea),
+    Case("wisp.temp", "benchpress", "benchpress.benchmarks.wisp.python_numpy.temp", "temp",
+         sea_heat),
 ]
 
 
@@ -305,6 +486,7 @@ class Child(npbench.Child):
         self.adjoint, self.tol, case = adjoint, npbench.FWD_RTOL, self.case
         self.rec.update(module=case.module, func=case.func)
         self.save()
+        sys.argv[1:] = case.argv
         try:
             module = importlib.import_module(case.module)
             self.func = eval(case.func, vars(module))          # noqa: S307 (our own text)

@@ -305,7 +305,8 @@ C_TYPES = {"float64": "double", "float32": "float", "int64": "int64_t", "int32":
 HELPERS = {fp.py_max: "sc_pymax", fp.py_min: "sc_pymin", fp.np_maximum: "sc_max",
            fp.np_minimum: "sc_min", fp.np_fmax: "sc_fmax", fp.np_fmin: "sc_fmin",
            fp.np_power: "sc_nppow", fp.py_floordiv: "sc_pyfloordiv", fp.py_mod: "sc_pymod",
-           fp.np_sign: "sc_npsign", fp.np_fmod: "fmod", fp.np_hypot: "hypot"}
+           fp.np_sign: "sc_npsign", fp.np_fmod: "fmod", fp.np_hypot: "hypot",
+           fp.np_floor: "floor", fp.np_ceil: "ceil", fp.np_trunc: "trunc", fp.np_rint: "rint"}
 
 
 def _negated(term):

@@ -57,6 +57,8 @@ UFUNCS = {"add": (fp.add, number, False), "subtract": (fp.sub, number, False),
           "not_equal": (fp.relation(sp.Ne), number, True)}
 UFUNCS.update({name: (fp.ARRAY_POWER if name in ("power", "pow") else fn, number, False)
                for name, fn in BINARY.items()})
+# The ufuncs of Python's // and %, on arrays as the operators are (arrays.py)
+PYTHON_DIVISION = {"mod": ast.Mod, "remainder": ast.Mod, "floor_divide": ast.FloorDiv}
 # ufunc.reduce / ufunc.accumulate: the reduction and the scan each stands for
 UFUNC_REDUCE = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min"}
 UFUNC_SCAN = {"add": fp.add, "multiply": fp.mul, "maximum": BINARY["maximum"],
@@ -174,6 +176,34 @@ def _linalg(b, node, name):
     return handler(b, node, bind(b, node, node.args, names))
 
 
+def _norm(b, node, args):
+    """``np.linalg.norm(x, ord=None, axis=None, keepdims=False)``: the 2-norm of vectors,
+    the Frobenius norm of matrices, sqrt(sum(x * x)) over ``axis`` (all axes by default)."""
+    order = args.get("ord")
+    if not (order is None or isinstance(order, ast.Constant) and order.value in (None, 2, "fro")):
+        raise b.src.error(node, f"`{ast.unparse(node)}`: only the 2-norm and the Frobenius "
+                                "norm (ord=None) are supported; write the others out "
+                                "(np.sum(np.abs(x)), np.max(np.abs(x)))")
+    a = b.expr(_required(b, node, args, "x"))
+    if value_dtype(b, a).kind == "c":
+        raise b.src.error(node, f"`{ast.unparse(node)}`: the norm of complex values is not "
+                                "supported; write np.sqrt(np.sum(np.abs(z) ** 2))")
+    square = ArrayExpr(a.shape, lambda i: fp.mul(number(a.at(i)), number(a.at(i))))
+    total = reduction(b, node, "sum", square, _axes(b, args.get("axis"), a.rank),
+                      _flag(b, args, "keepdims"))
+    return b.combine(node, fp.sqrt, [total])
+
+
+NUMPY_LINALG["norm"] = (_norm, ("x", "ord", "axis", "keepdims"))
+
+
+def ufunc_at(ex, node):
+    """Whether ``node`` is ``np.<ufunc>.at(...)``: a statement, scattering in place."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+        node.func.attr == "at" and isinstance(node.func.value, ast.Attribute) and \
+        ex._module(node.func.value.value) is np
+
+
 def _a_tuple(b, node):
     return b.src.error(node, f"`{ast.unparse(node)}` returns a tuple; take the element the "
                              "kernel uses where it is called (`dgtsv(...)[3]`, "
@@ -193,6 +223,10 @@ def _numpy(b, node, name):
     if name == "logical_not":
         args = bind(b, node, node.args, ("x",))
         return b.combine(node, fp.logical(sp.Not), [_required(b, node, args, "x")], truth, True)
+    if name in PYTHON_DIVISION:                     # np.mod(j + 1, n): as (j + 1) % n
+        args = bind(b, node, node.args, ("x1", "x2"))
+        x1, x2 = (_required(b, node, args, k) for k in ("x1", "x2"))
+        return b.expr(ast.copy_location(ast.BinOp(x1, PYTHON_DIVISION[name](), x2), node))
     if name in UFUNCS:
         args = bind(b, node, node.args, ("x1", "x2"))
         fn, convert, boolean = UFUNCS[name]
@@ -352,14 +386,20 @@ def _check_dtype(b, args, default=FLOAT64):
                             "integers and bool); leave out dtype= or use np.float64")
 
 
-def _converted(value, dtype):
+def _converted(value, dtype, from_float=False):
     """``value`` as an array of ``dtype``: each element converted (float32: rounded; bool:
-    a mask, ``x != 0``)."""
+    a mask, ``x != 0``; floats to integers truncated toward zero, as NumPy converts values
+    in range)."""
     if dtype is None or value.dtype is not None and dtype == value.dtype:
         return value
     if dtype.kind == "b":
         return value if value.boolean else \
             ArrayExpr(value.shape, lambda index: truth(value.at(index)), True)
+    if from_float and dtype.kind in "iu":
+        to_int = fp.INT_CASTS[dtype.name]
+        return ArrayExpr(value.shape, lambda index: fp.truncated(number(value.at(index))) if
+                         dtype.name == "int64" else to_int(fp.truncated(number(value.at(index)))),
+                         dtype=dtype)
     cast = fp.as_float32 if dtype == FLOAT32 else fp.as_float64 if dtype.kind == "f" else \
         fp.COMPLEX_CASTS[dtype.name] if dtype.kind == "c" else fp.INT_CASTS[dtype.name]
     return ArrayExpr(value.shape, lambda index: cast(number(value.at(index)), evaluate=False),
@@ -451,10 +491,11 @@ def _copy(b, node, args):
     dtype = _check_dtype(b, args, None)
     if dtype is not None and dtype == value_dtype(b, value):
         dtype = None                                # a copy: nothing to convert
-    if dtype is not None and dtype.kind in "iu" and value_dtype(b, value).kind not in "iub":
-        raise b.src.error(node, f"`{ast.unparse(node)}`: converting floats to integers is not "
-                                "supported; compute in floats (np.floor, np.trunc)")
-    return _converted(without_view(value), dtype)
+    if dtype is not None and dtype.kind in "iu" and value_dtype(b, value).kind == "c":
+        raise b.src.error(node, f"`{ast.unparse(node)}`: converting complex values to "
+                                "integers is not supported; convert their real part")
+    return _converted(without_view(value), dtype,
+                      value_dtype(b, value).kind == "f" if dtype is not None else False)
 
 
 def _eye(b, node, args):
@@ -485,7 +526,26 @@ def _scalar_type(b, node, args):
 
 
 # ---- elementwise --------------------------------------------------------------------------
+def _round(b, node, args):
+    """``np.round(x, decimals)``, ``np.around``: to even as NumPy, ``rint(x * 10**d) / 10**d``
+    for a constant ``d >= 0``."""
+    d = _constant_int(b, args["decimals"]) if "decimals" in args else 0
+    if d < 0:
+        raise b.src.error(node, f"`{ast.unparse(node)}`: negative decimals are not supported; "
+                                "write np.rint(x / 10 ** k) * 10 ** k")
+    scale = sp.Float(10.0 ** d)
+    if d == 0:
+        return b.combine(node, UNARY["rint"], [_required(b, node, args, "a")])
+    return b.combine(node, lambda x: fp.div(UNARY["rint"](fp.mul(x, scale)), scale),
+                     [_required(b, node, args, "a")])
+
+
 def _where(b, node, args):
+    if "x" not in args and "y" not in args:
+        raise b.src.error(node, f"`{ast.unparse(node)}` gives the indices where the condition "
+                                "holds (their number depends on the data): bind it to a name "
+                                "that only indexes arrays (`i = np.where(x < 0)`, `x[i] = 0.0`)"
+                                ", index with the mask itself, or give x and y")
     parts = [b.expr(_required(b, node, args, k)) for k in ("condition", "x", "y")]
     shape, (cond, x, y) = b.broadcast(node, parts)
 
@@ -513,6 +573,37 @@ def _clip(b, node, args):
 
 
 # ---- views --------------------------------------------------------------------------------
+def _squeeze(b, node, args):
+    """``np.squeeze(a, axis=None)``, ``a.squeeze()``: a view without the axes of length 1
+    (all of them, or those of ``axis=``), a size's length as the call's (``at_call``)."""
+    a = b.expr(_required(b, node, args, "a"))
+
+    def one(n):
+        if n.is_number:
+            return n == 1
+        decided = b.ex.at_call(node, sp.Eq(n, 1), lambda ok: (
+            f"`{ast.unparse(node)}` was compiled for {n} {'==' if ok else '!='} 1"))
+        return decided is sp.true
+    given = _axes(b, args.get("axis"), a.rank, default_all=False)
+    dropped = [k for k in (given or range(a.rank)) if one(a.shape[k])]
+    if given is not None and len(dropped) != len(given):
+        raise b.src.error(node, f"`{ast.unparse(node)}`: an axis of axis= is not of length 1")
+    kept = [k for k in range(a.rank) if k not in dropped]
+
+    def old_index(q):
+        where = dict(zip(kept, q))
+        return tuple(where.get(k, sp.Integer(0)) for k in range(a.rank))
+    return remap(a, [a.shape[k] for k in kept], old_index)
+
+
+def _diagonal(b, node, args):
+    """``np.diagonal(a, offset)``, ``a.diagonal()``: a matrix's diagonal, as np.diag's."""
+    a = _required(b, node, args, "a")
+    if b.expr(a).rank != 2:
+        raise b.src.error(node, f"`{ast.unparse(node)}` takes a 2-D array here")
+    return _diag(b, node, {"v": a, **({"k": args["offset"]} if "offset" in args else {})})
+
+
 def _transpose(b, node, args):
     a = b.expr(_required(b, node, args, "a"))
     axes = args.get("axes")
@@ -588,6 +679,15 @@ def _matmul(b, node, args):
     from .array_matmul import matmul
     return matmul(b, node, b.expr(_required(b, node, args, "a")),
                   b.expr(_required(b, node, args, "b")))
+
+
+def _dot(b, node, args):
+    """``np.dot(a, b)``, ``a.dot(b)``: a matrix product, or a product where either is a
+    number (``dot(B, u)`` with the defaults ``B=1, u=0``)."""
+    a, c = (_required(b, node, args, k) for k in ("a", "b"))
+    if not (b.expr(a).rank and b.expr(c).rank):
+        return b.combine(node, fp.mul, [a, c])
+    return _matmul(b, node, args)
 
 
 def _vdot(b, node, args):
@@ -956,10 +1056,18 @@ def _vstack(b, node, args):
 
 
 def _at_least(b, node, p, rank):
-    """``np.atleast_1d`` / ``atleast_2d``: new axes in front (a vector becomes a row)."""
-    while p.rank < rank:
+    """``np.atleast_1d/2d/3d``: axes of length 1 where NumPy puts them, in front up to 2-D
+    (a vector becomes a row), then last (``(n,)`` in 3-D: ``(1, n, 1)``)."""
+    while p.rank < min(rank, 2):
         p = _new_axis(p, 0)
+    if p.rank < rank:
+        p = _new_axis(p, p.rank)
     return p
+
+
+def _at_least_call(rank):
+    return lambda b, node, args: _at_least(b, node, b.expr(_required(b, node, args, "arys")),
+                                           rank)
 
 
 def _array(copy):
@@ -1147,6 +1255,7 @@ NUMPY = {
     "empty_like": (_filled_like(0, empty=True), ("a", "dtype"), ()),
     "full_like": (_filled_like(None), ("a", "fill_value", "dtype"), ()),
     "eye": (_eye, ("N", "M", "k", "dtype"), ()),
+    "identity": (_eye, ("N", "dtype"), ()),
     "float64": (_scalar_type, ("x",), ()),
     "double": (_scalar_type, ("x",), ()),
     "float32": (_scalar_type, ("x",), ()),
@@ -1169,6 +1278,11 @@ NUMPY = {
     "diff": (_diff, ("a", "n", "axis"), ()),
     "triu": (_triangle(False), ("m", "k"), ()),
     "diag": (_diag, ("v", "k"), ()),
+    "diagonal": (_diagonal, ("a", "offset"), ()),
+    "squeeze": (_squeeze, ("a", "axis"), ()),
+    "atleast_1d": (_at_least_call(1), ("arys",), ()),
+    "atleast_2d": (_at_least_call(2), ("arys",), ()),
+    "atleast_3d": (_at_least_call(3), ("arys",), ()),
     "tile": (_tile, ("A", "reps"), ()),
     "repeat": (_repeat, ("a", "repeats", "axis"), ()),
     "average": (_average, ("a", "axis", "weights"), ("keepdims",)),
@@ -1176,6 +1290,8 @@ NUMPY = {
     "cumsum": (_cumulative(fp.add), ("a", "axis", "dtype"), ()),
     "cumprod": (_cumulative(fp.mul), ("a", "axis", "dtype"), ()),
     "where": (_where, ("condition", "x", "y"), ()),
+    "round": (_round, ("a", "decimals"), ()),
+    "around": (_round, ("a", "decimals"), ()),
     "clip": (_clip, ("a", "a_min", "a_max"), ()),
     "transpose": (_transpose, ("a", "axes"), ()),
     "flip": (_flip(None), ("m", "axis"), ()),
@@ -1195,7 +1311,7 @@ NUMPY = {
     "var": (_reduce("var"), REDUCE_ARGS, REDUCE_KEYWORDS),
     "std": (_reduce("std"), REDUCE_ARGS, REDUCE_KEYWORDS),
     "cov": (_cov, ("m", "y", "rowvar", "bias", "ddof"), ()),
-    "dot": (_matmul, ("a", "b"), ()),
+    "dot": (_dot, ("a", "b"), ()),
     "matmul": (_matmul, ("a", "b"), ()),
     "outer": (_outer, ("a", "b"), ()),
     "vdot": (_vdot, ("a", "b"), ()),
@@ -1205,13 +1321,15 @@ METHODS = {name: NUMPY[name] for name in ("sum", "prod", "max", "min", "mean", "
                                           "any", "all")}
 METHODS.update({
     "copy": (_copy, ("a",), ()),
-    "astype": (_copy, ("a", "dtype"), ()),
+    "astype": (_copy, ("a", "dtype"), ("copy",)),      # copy=False: a copy is fine too
+    "diagonal": (_diagonal, ("a", "offset"), ()),
+    "squeeze": (_squeeze, ("a", "axis"), ()),
     "conj": (_part("conj", "a"), ("a",), ()),
     "conjugate": (_part("conj", "a"), ("a",), ()),
     "transpose": (_method_transpose, ("a",) + VARARGS, ()),
     "reshape": (_method_reshape, ("a",) + VARARGS, ()),
     "ravel": (_ravel, ("a",), ()),
-    "dot": (_matmul, ("a", "b"), ()),
+    "dot": (_dot, ("a", "b"), ()),
     "flatten": (lambda b, node, args: without_view(_ravel(b, node, args)), ("a",), ()),
     "cumsum": (_cumulative(fp.add), ("a", "axis", "dtype"), ()),
     "cumprod": (_cumulative(fp.mul), ("a", "axis", "dtype"), ()),

@@ -19,12 +19,12 @@ import itertools
 import numpy as np
 import sympy as sp
 
-from .array_calls import (NUMPY, NUMPY_GRIDS, NUMPY_TUPLES, SCIPY_ARRAYS, _check_dtype,
+from .array_calls import (NUMPY, NUMPY_GRIDS, NUMPY_TUPLES, SCIPY_ARRAYS, UFUNCS, _check_dtype,
                           _constant_int, _converted, _flag, _float_constant, _flat, _required,
                           _scalar, _shape, bind, linspace_values)
 from .array_reductions import reduction
 from .array_shapes import ArrayExpr, constant, number, subscript
-from .array_stores import store, temporary
+from .array_stores import fit, store, temporary
 from .dtypes import FLOAT64
 from .functions import floordiv, python_mod
 from ..sdfg import LoopRegion, Sequence
@@ -321,6 +321,35 @@ def _fill_counts(b, node, length, n, value_of, w):
     b.ex.prelude += zero + [Sequence((LoopRegion(k, sp.Integer(0), n, sp.Integer(1),
                                                  Sequence(tuple(add)), line),))]
     return out.view.container
+
+
+def scatter_at(b, stmt):
+    """``np.add.at(a, idx, v)`` (any binary ufunc's ``.at``): ``a[idx[k]] = op(a[idx[k]],
+    v[k])`` for each ``k`` in turn, so a repeated index takes each of its values (where
+    ``a[idx] += v`` takes one), as the bins of ``bincount`` do."""
+    node = stmt.value
+    name, line = node.func.value.attr, b.line(node)
+    if name not in UFUNCS or UFUNCS[name][2]:
+        raise b.src.error(node, f"`np.{name}.at` is not supported; .at works for the "
+                                "arithmetic ufuncs (np.add.at, np.subtract.at, np.multiply.at, "
+                                "np.maximum.at, ...)")
+    args = bind(b, node, node.args, ("a", "indices", "b"))
+    dest = b.expr(_required(b, node, args, "a"))
+    gather = b._index_array(_required(b, node, args, "indices"))
+    if dest.view is None or not dest.rank or gather is None or len(gather[1]) != 1:
+        raise b.src.error(node, f"`{ast.unparse(node)}`: np.{name}.at takes an array (memory, "
+                                "such as acc[:, 0]) and one 1-D integer array of indices along "
+                                "its first axis; for other indices write the loop")
+    (n,), value_of = gather[1], gather[2]
+    rest = tuple(dest.shape[1:])
+    v = fit(b, stmt, b.expr(_required(b, node, args, "b")), (n,) + rest)
+    (k,) = b.state.fresh("c", 1)
+    target = subscript(dest, [("index", value_of((k,)))] +
+                       [("slice", sp.Integer(0), sp.Integer(1), m) for m in rest])
+    fn = UFUNCS[name][0]
+    body = store(b, target, lambda p, old: fn(old(), number(v.at((k,) + tuple(p)))), line)
+    return b.ex.prelude + [Sequence((LoopRegion(k, sp.Integer(0), n, sp.Integer(1),
+                                                Sequence(tuple(body)), line),))]
 
 
 # ---- filters --------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from ..sdfg import Container, LoopRegion, MapScope, Memlet, State, Tasklet
 from .array_shapes import (ONE, MaskValue, ViewValue, broadcast_to, fmt_shape, number, remap,
                            subscript, truth)
 from .expressions import RESULT, DataValue, IntValue
-from .masks import unmasked
+from .masks import mask_last, unmasked
 
 FLOAT64 = np.dtype(np.float64)
 BOOL = np.dtype(np.bool_)
@@ -145,6 +145,7 @@ def fit(b, node, value, shape):
 # ---- assignments ----------------------------------------------------------------------------
 def assign_subscript(b, stmt, target, value, op):
     line = b.line(stmt)
+    target, value = mask_last(b, target), mask_last(b, value)     # x[m, d]: x[:, d][m]
     items = target.slice.elts if isinstance(target.slice, ast.Tuple) else [target.slice]
     if len(items) == 1 and b._is_mask(items[0]):
         return _assign_mask(b, stmt, target, value, op)

@@ -60,7 +60,7 @@ _SAME_TYPE = (sp.Abs, fp.np_sign, fp.py_max, fp.py_min, fp.np_maximum, fp.np_min
               fp.np_fmax, fp.np_fmin, fp.py_floordiv, fp.py_mod, fp.np_fmod)
 # Operations whose result is one of their operands, so rounding it again changes nothing.
 _EXACT = (sp.Abs, fp.np_sign, fp.py_max, fp.py_min, fp.np_maximum, fp.np_minimum,
-          fp.np_fmax, fp.np_fmin, sp.Piecewise)
+          fp.np_fmax, fp.np_fmin, sp.Piecewise, fp._Rounding)
 
 
 class DtypeError(Exception):

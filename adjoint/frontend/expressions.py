@@ -1,11 +1,13 @@
 """Python expressions -> sympy: values (tasklet bodies), indices and integer conditions."""
 import ast
 import builtins
+import copy
 import math
 
 import numpy as np
 import sympy as sp
 
+from ..errors import KernelSyntaxError
 from ..sdfg import Container
 from ..sdfg import arithmetic as fp
 from ..sdfg.arithmetic import BINARY, BUILTIN, UNARY
@@ -117,6 +119,10 @@ class ExpressionBuilder:
             return fp.logical(sp.Not)(self.condition(node.operand))
         if isinstance(node, ast.Constant) and isinstance(node.value, bool):
             return sp.true if node.value else sp.false
+        if isinstance(node, ast.Call) and self._function_name(node.func) == "isscalar" and \
+                self._module(node.func.value) is np and len(node.args) == 1:
+            from .arrays import ArrayBuilder          # np.isscalar(F): arrays vs numbers
+            return sp.false if ArrayBuilder(self).expr(node.args[0]).rank else sp.true
         if self.is_logical(node) and isinstance(node, ast.BinOp):     # (a < b) & m[i]
             return fp.logical(LOGICAL[type(node.op)])(self.condition(node.left),
                                                       self.condition(node.right))
@@ -314,23 +320,76 @@ class ExpressionBuilder:
                 python_mod(a, divisor)
         name = self._builtin_name(node.func)
         if name == "len" and len(node.args) == 1:
-            shape = self._shape_of(node.args[0])
+            arg = node.args[0]
+            if isinstance(arg, ast.Attribute) and arg.attr == "shape":    # len(B.shape)
+                return sp.Integer(len(self._shape_of(arg.value)))
+            shape = self._shape_of(arg)
             if not shape:
                 raise self.src.error(node, "len() of a scalar")
             return shape[0]
         if name in ("min", "max") and len(node.args) >= 2 and not node.keywords:
             args = [self.index(a, what) for a in node.args]
             return sp.Min(*args) if name == "min" else sp.Max(*args)
-        if name == "int" and len(node.args) == 1:
-            return self.index(node.args[0], what)
+        if name in ("int", "round") and len(node.args) == 1 or \
+                self._module(getattr(node.func, "value", None)) is math and \
+                node.func.attr in ("ceil", "floor"):
+            try:
+                return self.index(node.args[0], what) if name == "int" else \
+                    self._python_integer(node, what)
+            except KernelSyntaxError:          # int(np.ceil(a * (n - 1) / 2)): via floats
+                return self._python_integer(node, what)
         raise self.src.error(node, f"call `{ast.unparse(node)}` in {what}")
+
+    def _python_integer(self, node, what):
+        """An integer Python computes from sizes through floats (``int(n / 2)``,
+        ``int(np.ceil(a * (n - 1) / 2))``, ``round(0.1 * n)``): evaluated as Python does at
+        the sizes of the call being compiled, the specialisation holding for those sizes
+        only (``at_call``)."""
+        sizes = []
+
+        def known(sub):
+            try:
+                value = self.index(sub, what)
+            except KernelSyntaxError:
+                return None
+            at_call = self.call_value(value)
+            if at_call is None:
+                raise self.src.error(node, f"`{ast.unparse(node)}` in {what} computes an "
+                                           "integer through floats from loop variables or "
+                                           "int arguments; write integer arithmetic (//)")
+            sizes.extend(value.free_symbols)
+            return ast.copy_location(ast.Constant(int(at_call)), sub)
+
+        class Known(ast.NodeTransformer):
+            def generic_visit(self, sub):
+                if isinstance(sub, (ast.Name, ast.Attribute, ast.Subscript, ast.BinOp)) \
+                        and sub is not node:
+                    replaced = known(sub)
+                    if replaced is not None:
+                        return replaced
+                return super().generic_visit(sub)
+        written = ast.fix_missing_locations(Known().visit(copy.deepcopy(node)))
+        try:
+            value = eval(compile(ast.Expression(written), self.src.filename, "eval"),  # noqa: S307
+                         dict(self.src.globals))
+        except Exception as exc:
+            raise self.src.error(node, f"`{ast.unparse(node)}` in {what}: an integer through "
+                                       "floats is computed from sizes and constants only "
+                                       f"({exc})") from None
+        for size in sorted(set(sizes), key=str):
+            self.at_call(node, sp.Eq(size, self.call_value(size)),
+                         lambda _: f"`{ast.unparse(node)}` was compiled for {size} = "
+                                   f"{self.call_value(size)}")
+        return sp.Integer(int(value))
 
     # ---- floating-point values -------------------------------------------------------
     def _value(self, node, elementwise):
         method = getattr(self, "_value_" + type(node).__name__, None)
         if method is None:
+            hint = "; for numbers, make the array NumPy makes of it: np.array([...])" \
+                if isinstance(node, (ast.List, ast.Tuple)) else ""
             raise self.src.error(node, f"`{ast.unparse(node)}`: {_describe(node)} is not "
-                                       "supported in kernels")
+                                       "supported in kernels" + hint)
         return real(self.src, node, method(node, elementwise))
 
     def _value_IfExp(self, node, elementwise):
@@ -440,7 +499,7 @@ class ExpressionBuilder:
             parts = [self._value(a, elementwise) for a in args]
             z = fp.as_complex128(parts[0], evaluate=False)
             return fp.add(z, fp.mul(parts[1], sp.I)) if len(parts) == 2 else z
-        if name in ("len", "int") and len(args) == 1:     # sizes as numbers: s / len(x)
+        if name in ("len", "int", "round") and len(args) == 1:    # sizes as numbers: s / len(x)
             return self.index(node, f"`{ast.unparse(node)}`")
         if name in UNARY and len(args) == 1:
             return UNARY[name](self._value(args[0], elementwise))

@@ -134,12 +134,46 @@ def is_integer_expression(node, ints, returns_int=None, arrays=()):
         if node.func.id == "len":
             return True
         if node.func.id in ("min", "max", "int"):
-            return all(recurse(a) for a in node.args)
+            return all(recurse(a) for a in node.args) or \
+                node.func.id == "int" and _through_floats(node, ints)
+        if node.func.id == "round" and len(node.args) == 1:
+            return _through_floats(node, ints)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+            node.func.attr in ("ceil", "floor") and isinstance(node.func.value, ast.Name) \
+            and node.func.value.id == "math":
+        return _through_floats(node, ints)
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
             node.func.attr in INT_FUNCTIONS:
         return all(recurse(a) for a in node.args)
     if isinstance(node, ast.Call):
         return bool(returns_int and returns_int(node, None))
+    return False
+
+
+def _through_floats(node, ints):
+    """Whether ``node`` (``int(np.ceil(a * (n - 1) / 2))``) computes an integer from the
+    integers ``ints``, sizes and constants only: Python's value at the call's sizes
+    (``ExpressionBuilder._python_integer``)."""
+    functions = {id(n.func.value if isinstance(n.func, ast.Attribute) else n.func)
+                 for n in ast.walk(node) if isinstance(n, ast.Call)}     # int, np.ceil
+    for n in ast.walk(node):
+        if isinstance(n, ast.Subscript) and not (isinstance(n.value, ast.Attribute)
+                                                 and n.value.attr == "shape"):
+            return False
+        if isinstance(n, ast.Name) and n.id not in ints and id(n) not in functions and \
+                not _a_size_of(n, node):
+            return False
+    return True
+
+
+def _a_size_of(name, node):
+    """Whether ``name`` appears in ``node`` only as ``name.shape`` or ``len(name)``."""
+    for n in ast.walk(node):
+        if isinstance(n, ast.Attribute) and n.value is name:
+            return n.attr in ("shape", "size", "ndim")
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "len" \
+                and name in n.args:
+            return True
     return False
 
 

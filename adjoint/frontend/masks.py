@@ -47,10 +47,35 @@ def _reads_mask(node, key):
     return any(isinstance(n, ast.Subscript) and ast.dump(n.slice) == key for n in ast.walk(node))
 
 
+def mask_last(b, node):
+    """``node`` (an AST) with each ``A[i, m, j]`` (one mask among integer indices before it
+    and any items after) written ``A[i, :, j][m]``: the same elements, the mask over the
+    leading axes of the view, as a masked selection ``A[m]`` has it."""
+    from .arrays import _is_ellipsis
+
+    class Rewrite(ast.NodeTransformer):
+        def visit_Subscript(self, sub):
+            self.generic_visit(sub)
+            if not isinstance(sub.slice, ast.Tuple):
+                return sub
+            items = sub.slice.elts
+            masks = [k for k, item in enumerate(items) if b._is_mask(item)]
+            if len(masks) != 1 or any(isinstance(item, ast.Slice) or _is_ellipsis(item)
+                                      for item in items[:masks[0]]):
+                return sub
+            k = masks[0]
+            whole = [ast.Slice()] * b.expr(items[k]).rank
+            view = ast.Subscript(sub.value, ast.Tuple(items[:k] + whole + items[k + 1:],
+                                                      ast.Load()), ast.Load())
+            return ast.copy_location(ast.Subscript(view, items[k], sub.ctx), sub)
+    return ast.fix_missing_locations(Rewrite().visit(copy.deepcopy(node)))
+
+
 def masked_operand(b, node):
     """(values, mask) of a masked selection ``A[m]``, or of an elementwise expression of
     selections by one mask (``data[m] + 1.0``): the values over the whole arrays and the
     mask of their shape. None for any other expression."""
+    node = mask_last(b, node)                       # x[m, d]: x[:, d][m]
     masks = {ast.dump(n.slice): n.slice for n in ast.walk(node)
              if isinstance(n, ast.Subscript) and not isinstance(n.slice, ast.Tuple)
              and b._is_mask(n.slice)}
@@ -119,3 +144,28 @@ def _writes(stmt):
                                               and n.func.value.id in ("np", "numpy")):
             out |= set().union(*(_names(a) for a in n.args), set())
     return out
+
+
+def indices_as_mask(b, tree, stmt):
+    """``i = np.where(c)`` / ``i = np.nonzero(c)`` (the indices where ``c`` holds, a tuple of
+    arrays whose length the data decides) as ``i = c``, where every use of ``i`` indexes an
+    array (``x[i] = 0.0``, ``pos[i, d] *= -1``): NumPy selects the same elements with the
+    mask (a 1-D one where ``i`` stands among other indices, whose tuple-in-a-tuple NumPy
+    reads as one index array). Any other use is refused."""
+    name = stmt.targets[0].id
+    mask = b.expr(stmt.value.args[0])
+    parents = {id(c): n for n in ast.walk(tree) for c in ast.iter_child_nodes(n)}
+    for n in ast.walk(tree):
+        if not (isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)):
+            continue
+        up = parents.get(id(n))
+        whole = isinstance(up, ast.Subscript) and up.slice is n
+        among = isinstance(up, ast.Tuple) and isinstance(parents.get(id(up)), ast.Subscript) \
+            and parents[id(up)].slice is up and mask.rank == 1
+        if not (whole or among):
+            raise b.src.error(n, f"`{name}` holds `{ast.unparse(stmt.value)}`, the indices "
+                                 "where the condition holds (their number depends on the "
+                                 "data): use it only to index arrays (`x[i] = 0.0`, "
+                                 "`x[i, d] *= -1`, a 1-D condition among other indices), or "
+                                 "use the mask itself, or np.where(c, x, y)")
+    return ast.copy_location(ast.Assign(stmt.targets, stmt.value.args[0]), stmt)

@@ -110,21 +110,26 @@ def function_value(value):
 
 
 def library_function(value):
-    """``(module name, attribute)`` when ``value`` is a NumPy or math function or type."""
+    """``(module name, attribute)`` when ``value`` is a NumPy (``np.linalg`` too: the
+    attribute ``linalg.inv``) or math function or type."""
     name = getattr(value, "__name__", None)
     if not isinstance(name, str) or isinstance(value, types.ModuleType):
         return None
-    for module, alias in ((np, NUMPY_NAME), (math, MATH_NAME)):
+    for module, alias, prefix in ((np, NUMPY_NAME, ""), (np.linalg, NUMPY_NAME, "linalg."),
+                                  (math, MATH_NAME, "")):
         try:
             if getattr(module, name, None) is value:
-                return alias, name
+                return alias, prefix + name
         except TypeError:
             pass
     return None
 
 
 def _library_node(lib):
-    return ast.Attribute(ast.Name(lib[0], ast.Load()), lib[1], ast.Load())
+    node = ast.Name(lib[0], ast.Load())
+    for attr in lib[1].split("."):                  # __numpy.linalg.inv
+        node = ast.Attribute(node, attr, ast.Load())
+    return node
 
 
 def _library_module(lib):
@@ -233,8 +238,8 @@ def resolve(tree, func):
             raise KernelSyntaxError(f"`{label}`: {type(value.owner).__name__} object has no "
                                     f"attribute {value.attr!r}", *_where(func, node))
         if isinstance(node, ast.Name):
-            lib = library_function(value)
-            if lib is not None:
+            lib = (NUMPY_NAME, "linalg") if value is np.linalg else library_function(value)
+            if lib is not None:                     # np.sin as sin, np.linalg as linalg
                 added.update(_library_module(lib))
                 replace[id(node)] = _library_node(lib)
                 renamed.append((node.id, f"{lib[0]}.{lib[1]}"))     # messages: the user's

@@ -12,7 +12,8 @@ from ..errors import KernelSyntaxError
 from ..sdfg.nodes import (condition_containers, flag_symbol, index_loads, regions, tasklets,
                           value_range, walk)
 from ..types import ArrayType
-from .array_calls import tuple_elements
+from .array_calls import tuple_elements, ufunc_at
+from .array_indexing import scatter_at
 from .arrays import ArrayBuilder, ArrayLowering, ArrayState
 from .arrays import assign as assign_arrays
 from .bindings import Bindings
@@ -24,7 +25,7 @@ from .expressions import (BITS, LOGICAL, RESULT, DataValue, ExpressionBuilder, I
                           number_of)
 from . import dtypes
 from .locals import classify_locals, read_only
-from .masks import inline_selection
+from .masks import indices_as_mask, inline_selection
 from .loops import LoopLowering
 from .outside import bind_arrays, integer_names
 from . import statics
@@ -179,7 +180,8 @@ class KernelBuilder(LoopLowering, CallLowering, ArrayLowering):
                 raise KernelSyntaxError(f"integer array {sorted(loaded)[0]!r} is written by the "
                                         "kernel and indexes an array; index arrays are checked "
                                         "against their values on entry, so they must be "
-                                        "read-only", self.src.filename, line, 1)
+                                        "read-only: compute it outside the kernel and pass "
+                                        "it in", self.src.filename, line, 1)
 
     def _check_outside_read_only(self, body):
         """Arrays from outside the body (hidden arguments) are read, never written: the
@@ -209,6 +211,10 @@ class KernelBuilder(LoopLowering, CallLowering, ArrayLowering):
             if taken is not None:       # `if stages == 4:` with a constant: as Python runs it
                 returns = bool(taken) and isinstance(taken[-1], ast.Return)
                 stmts[k:k + 1 if not returns else len(stmts)] = taken    # the rest: dead
+                k -= 1
+                continue
+            if isinstance(stmt, ast.Try):   # what runs when the body raises nothing
+                stmts[k:k + 1] = self._without_handlers(stmt)
                 k -= 1
                 continue
             copies = self.unrolled(stmt)
@@ -390,6 +396,14 @@ class KernelBuilder(LoopLowering, CallLowering, ArrayLowering):
             return []                                     # a string used as a comment
         if callee_of(self, stmt.value) is not None:      # other(A, x): inlined
             return call_statement(self, stmt)
+        ex = ExpressionBuilder(self, self.scope)
+        if ufunc_at(ex, stmt.value):                     # np.add.at(acc, idx, v)
+            return scatter_at(ArrayBuilder(ex), stmt)
+        func = getattr(stmt.value, "func", None)
+        if isinstance(func, ast.Attribute) and func.attr in ("append", "extend", "insert"):
+            raise self.src.error(stmt, f"`{_first_line(stmt)}`: growing a list is not supported "
+                                       "in kernels; make an array of its final length and "
+                                       "store each value (`Ps = np.zeros(I)` ... `Ps[i] = P`)")
         raise self.src.error(stmt, f"expression statement `{_first_line(stmt)}` has no effect "
                                    "in a kernel (calls with side effects such as print are not "
                                    "supported)" + plain_function_hint(self, stmt.value))
@@ -412,6 +426,10 @@ class KernelBuilder(LoopLowering, CallLowering, ArrayLowering):
         if isinstance(stmt.value, ast.Lambda) and len(stmt.targets) == 1 and \
                 isinstance(first, ast.Name):
             return self._define(first.id, stmt.value)     # f = lambda x: ...
+        if len(stmt.targets) == 1 and isinstance(first, ast.Name) and \
+                self._indices_where(stmt.value):           # i = np.where(x < 0): a mask
+            stmt = indices_as_mask(ArrayBuilder(ExpressionBuilder(self, self.scope)),
+                                   self.src.tree, stmt)
         tuples = [t for t in stmt.targets if isinstance(t, (ast.Tuple, ast.List))]
         if tuples and len(tuples) < len(stmt.targets):
             raise self.src.error(stmt, "a chained assignment with a tuple among its targets "
@@ -424,6 +442,13 @@ class KernelBuilder(LoopLowering, CallLowering, ArrayLowering):
                                            "names, subscripts or tuples of them; not "
                                            f"`{ast.unparse(t)}`")
         return self._chain(stmt, stmt.targets)
+
+    def _indices_where(self, value):
+        """Whether ``value`` is ``np.where(c)`` or ``np.nonzero(c)``: one argument."""
+        return isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
+            value.func.attr in ("where", "nonzero") and len(value.args) == 1 and \
+            not value.keywords and \
+            ExpressionBuilder(self, self.scope)._module(value.func.value) is np
 
     def _chain(self, stmt, targets):
         """``x = y = expr`` (or one target): expr evaluated once, every target assigned it."""
@@ -605,6 +630,17 @@ class KernelBuilder(LoopLowering, CallLowering, ArrayLowering):
         ex = ExpressionBuilder(self, self.scope)
         self.scope[target.id] = IntValue(ex.index(value, f"integer local {target.id!r}"))
         return []
+
+    def _without_handlers(self, stmt):
+        """``try:`` as the statements Python runs when its body raises nothing: the body,
+        ``else:``, ``finally:``. A kernel raises nothing its code could catch (arithmetic
+        gives inf and nan, as C's; bad indices and shapes are errors before it runs), so
+        the handlers are never lowered (``except: K = dot(P, 1. / S)``, ``print(x); raise``)."""
+        if stmt.finalbody and any(isinstance(n, ast.Return) for s in stmt.body + stmt.orelse
+                                  for n in ast.walk(s)):
+            raise self.src.error(stmt, "a `return` inside `try:` with `finally:` (which Python "
+                                       "runs before returning); return after the try statement")
+        return stmt.body + stmt.orelse + stmt.finalbody
 
     def _decided_branch(self, stmt):
         """The statements an ``if`` runs when its condition is known when compiling (an

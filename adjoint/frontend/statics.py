@@ -426,7 +426,8 @@ def _replaced(tree, items):
 def comparison(ex, node):
     """A Compare decided when compiling, or None: ``x is None`` / ``x is not None`` (true
     only of None), comparisons of strings and ``in`` of known values as Python compares
-    them (``grid == "u"``, ``grid in ("h", "u")``: defaults and constant arguments), and
+    them (``grid == "u"``, ``grid in ("h", "u")``: defaults and constant arguments), ``in``
+    of an integer in known integers (``dim in [2, 3, 4]``: an integer condition), and
     ``==`` / ``!=`` between sequences (``a.shape == b.shape``: equal lengths and every size
     equal, an integer condition)."""
     identity = any(isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops)
@@ -452,6 +453,10 @@ def comparison(ex, node):
                                                            isinstance(b, str)
                                                            or type(op) in (ast.In, ast.NotIn)):
         return sp.true if PYTHON[type(op)](a, b) else sp.false      # grid == "u", k in (1, 2)
+    if isinstance(op, (ast.In, ast.NotIn)) and isinstance(a, sp.Expr) and \
+            isinstance(b, (tuple, list)) and all(isinstance(v, sp.Expr) for v in b):
+        member = sp.Or(*(sp.Eq(a, v) for v in b))       # dim in [2, 3, 4], dim an int
+        return member if isinstance(op, ast.In) else sp.Not(member)
     if not isinstance(op, (ast.Eq, ast.NotEq)):
         return None
     if not (isinstance(a, (tuple, list)) and isinstance(b, (tuple, list))):

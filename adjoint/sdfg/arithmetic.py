@@ -283,6 +283,18 @@ class np_sign(sp.Function):
         return sp.Integer(0)
 
 
+class _Rounding(sp.Function):
+    """A float rounded to an integral float as C's function of the same name rounds it
+    (``np.floor``, ``np.ceil``, ``np.trunc``; ``np.rint``, ``np.round`` to even, as
+    ``rint`` in C's default mode); piecewise constant: derivative zero (JAX's too)."""
+    def fdiff(self, argindex=1):
+        return sp.Integer(0)
+
+
+np_floor, np_ceil, np_trunc, np_rint = (type(f"np_{name}", (_Rounding,), {})
+                                        for name in ("floor", "ceil", "trunc", "rint"))
+
+
 class np_fmod(sp.Function):
     """C's ``fmod`` (``np.fmod``, ``math.fmod``): ``a - b * trunc(a / b)``, the sign of
     ``a``; not Python's ``%``."""
@@ -425,7 +437,8 @@ UNARY = {name: _as_written(f) for name, f in {
     "arcsin": sp.asin, "asin": sp.asin, "arccos": sp.acos, "acos": sp.acos, "fabs": sp.Abs,
     "abs": sp.Abs, "absolute": sp.Abs, "log10": log10, "log2": log2, "expm1": expm1,
     "log1p": log1p, "sign": np_sign, "real": sp.re, "imag": sp.im, "conj": sp.conjugate,
-    "conjugate": sp.conjugate, "angle": sp.arg}.items()}
+    "conjugate": sp.conjugate, "angle": sp.arg, "floor": np_floor, "ceil": np_ceil,
+    "trunc": np_trunc, "rint": np_rint}.items()}
 UNARY["sqrt"] = sqrt
 BINARY = {name: _as_written(f) for name, f in {
     "maximum": np_maximum, "minimum": np_minimum, "fmax": np_fmax, "fmin": np_fmin,

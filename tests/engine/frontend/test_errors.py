@@ -28,12 +28,11 @@ def bad_slice(A: float64[N], T: int) -> float:
 
 def bad_try(A: float64[N], T: int) -> float:
     for t in range(T):
-        for i in range(N):
-            try:  # ERR
-                A[i] = 0.0
-            except ValueError:
-                pass
-    return np.sum(A * A)
+        A[t] = 0.5 * A[t]
+    try:  # ERR
+        return np.sum(A * A)
+    finally:
+        A[0] = 0.0
 
 
 def bad_while_else(A: float64[N], T: int) -> float:
@@ -112,9 +111,22 @@ def bad_step_from_data(A: float64[N], T: int) -> float:
     return np.sum(A * A)
 
 
+def bad_append(A: float64[N], T: int) -> float:
+    totals = []
+    for t in range(T):
+        totals.append(np.sum(A) * t)  # ERR
+    return totals[-1]
+
+
+def bad_indices_where(A: float64[N], T: int) -> float:
+    i = np.where(A < 0.5)
+    return len(i[0]) * 1.0  # ERR
+
+
 BAD_KERNELS = [bad_slice, bad_try, bad_while_else, bad_print, bad_list_comprehension,
                bad_unknown_function, bad_unknown_numpy_function, bad_attribute,
-               bad_string, bad_continuation_line, bad_unannotated_slice, bad_step_from_data]
+               bad_string, bad_continuation_line, bad_unannotated_slice, bad_step_from_data,
+               bad_append, bad_indices_where]
 
 
 def marker_line(func):
