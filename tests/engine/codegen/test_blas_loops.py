@@ -69,6 +69,20 @@ def two_products(C: float64[N, N], A: float64[N, K], B: float64[N, K], alpha: fl
     return np.sum(C * C)
 
 
+def stepped(A: float64[N, K], B: float64[K, N], C: float64[N, N]) -> float:
+    for t in range(3):                  # A changes every step: its product is taken anew
+        for i in range(N):
+            for j in range(i + 1):
+                s = 0.0
+                for k in range(K):
+                    s += A[i, k] * B[k, j]
+                C[i, j] = np.sin(s)
+        for i in range(N):
+            for k in range(K):
+                A[i, k] = 0.5 * A[i, k] + 0.1 * C[i, i]
+    return np.sum(C * C) + np.sum(A)
+
+
 def in_place_rows(A: float64[N, K], W: float64[K, K]) -> float:
     for i in range(N):                  # row i's later sums read its new elements
         for j in range(K):
@@ -134,7 +148,7 @@ def _args(k, rng, n=5):
     shapes = {"C": (n, n + 1), "A": (n, n + 2), "B": (n + 2, n + 1), "w": (n + 2,)}
     if k.__name__ == "transposed":
         shapes.update(A=(n + 2, n), B=(n + 1, n + 2))
-    if k.__name__ in ("triangular", "reads_other_element", "band"):
+    if k.__name__ in ("triangular", "reads_other_element", "band", "stepped"):
         shapes.update(C=(n, n), B=(n + 2, n))
     if k.__name__ in ("column_products", "two_products"):
         shapes.update(C=(n, n), A=(n + 2, n), B=(n + 2, n))
@@ -150,7 +164,7 @@ def _args(k, rng, n=5):
 LOOPS = [reads_other_element, writes_operand, weighted, in_place_rows, band]
 PRODUCTS = {gemm: 1, k2mm: 2, k3mm: 3, transposed: 1, row_prepared: 1, triangular: 1,
             partial_range: 1, scales_by_first_row: 1, dense: 1, column_products: 1,
-            two_products: 2, doitgen: 1}
+            two_products: 2, doitgen: 1, stepped: 1}
 CASES = {gemm: make_gemm, k2mm: make_k2mm, k3mm: make_k3mm, doitgen: make_doitgen}
 
 
