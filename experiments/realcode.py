@@ -14,7 +14,9 @@ function as a user would hand it to ``adjoint.kernel``, and how to build its inp
 dtypes, value ranges, which arguments are integers, from a seed per case). Where a
 checkout's modules import packages the engine does not need (matplotlib, DAPPER's tools),
 install them somewhere and give ``--pythonpath DIR`` (appended to ``sys.path``; matplotlib
-runs headless). Cases of collections without a ``--checkout`` are left out.
+runs headless; benchpress' modules need pkg_resources, from setuptools < 81). A module
+that parses its command line when imported gets the case's ``argv``. Cases of
+collections without a ``--checkout`` are left out.
 
 Per case, in a subprocess of its own (``--timeout`` seconds), as experiments/npbench.py
 measures an NPBench kernel (its Child does the work): forward against the original on

@@ -48,10 +48,13 @@ def _reads_mask(node, key):
 
 
 def mask_last(b, node):
-    """``node`` (an AST) with each ``A[i, m, j]`` (one mask among integer indices before it
-    and any items after) written ``A[i, :, j][m]``: the same elements, the mask over the
-    leading axes of the view, as a masked selection ``A[m]`` has it."""
-    from .arrays import _is_ellipsis
+    """``node`` (an AST) with each ``A[i, m, j]`` (one mask, integers before it, integers
+    and slices after) written ``A[i, :, j][m]``: the same elements, the mask over the
+    leading axes of the view, as a masked selection ``A[m]`` has it. With an index array
+    among them NumPy pairs it with the mask's indices instead: left as it is."""
+    def number(item):
+        return not isinstance(item, (ast.Slice, ast.Constant)) and b.expr(item).rank == 0 \
+            or isinstance(item, ast.Constant) and isinstance(item.value, int)
 
     class Rewrite(ast.NodeTransformer):
         def visit_Subscript(self, sub):
@@ -60,8 +63,9 @@ def mask_last(b, node):
                 return sub
             items = sub.slice.elts
             masks = [k for k, item in enumerate(items) if b._is_mask(item)]
-            if len(masks) != 1 or any(isinstance(item, ast.Slice) or _is_ellipsis(item)
-                                      for item in items[:masks[0]]):
+            if len(masks) != 1 or not all(number(item) for item in items[:masks[0]]) or \
+                    not all(isinstance(item, ast.Slice) or number(item)
+                            for item in items[masks[0] + 1:]):
                 return sub
             k = masks[0]
             whole = [ast.Slice()] * b.expr(items[k]).rank

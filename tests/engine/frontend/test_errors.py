@@ -293,3 +293,15 @@ def single32(x: float32[N], a: float) -> float:
 
 def test_wrong_dtype_float64_for_float32():
     _raises_naming([np.ones(5), 2.0], "x", fn=single32)
+
+
+def mask_and_index_array(A, idx):
+    A[A[:, 0] > 0, idx] = 0.0
+    return A
+
+
+def test_a_mask_beside_an_index_array_is_refused():
+    """NumPy pairs the mask's indices with the index array's: not the mask over rows."""
+    A = np.arange(12.0).reshape(4, 3) - 5.0
+    with pytest.raises(KernelSyntaxError, match=r"test_errors.py:\d+:\d+: "):
+        kernel(mask_and_index_array)(A, np.array([0, 2, 1, 0]))
