@@ -121,8 +121,8 @@ class ExpressionBuilder:
             return sp.true if node.value else sp.false
         if isinstance(node, ast.Call) and self._function_name(node.func) == "isscalar" and \
                 self._module(node.func.value) is np and len(node.args) == 1:
-            from .arrays import ArrayBuilder          # np.isscalar(F): arrays vs numbers
-            return sp.false if ArrayBuilder(self).expr(node.args[0]).rank else sp.true
+            shape = self.kernel.array_shape(self, node.args[0])   # np.isscalar(F)
+            return sp.false if len(shape) else sp.true
         if self.is_logical(node) and isinstance(node, ast.BinOp):     # (a < b) & m[i]
             return fp.logical(LOGICAL[type(node.op)])(self.condition(node.left),
                                                       self.condition(node.right))
