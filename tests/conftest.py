@@ -5,6 +5,9 @@
   (``kernel_testing``, ``float_testing``, ``values_helpers``) import by name, and so do
   test modules whose kernels or tables others reuse (``test_records``, ``test_framework``,
   ``test_property``), whichever folder the test that imports them is in (README.md).
+* The test files run on up to four workers (pytest-xdist, ``-n auto`` in pyproject.toml),
+  one per core this process may use: the compiles dominate the suite. Each worker is a
+  session of its own, with its own cache folder (below).
 * ``SIMCORE_CACHE_DIR`` points at a fresh temporary folder for the whole session, so
   tests never read or write the user's compile cache and always start cold.  It is set
   when this file is imported -- before any test module imports the engine -- because the
@@ -28,6 +31,12 @@ for p in [str(g) for g in GROUPS] + [str(TESTS), str(ROOT)]:
 
 _CACHE_DIR = tempfile.mkdtemp(prefix="simcore-test-cache-")
 os.environ["SIMCORE_CACHE_DIR"] = _CACHE_DIR
+
+
+def pytest_xdist_auto_num_workers(config):
+    """Workers for ``-n auto``: the cores this process may use, at most four (a worker
+    holds about 1 GB: NumPy, JAX, compiled modules)."""
+    return min(len(os.sched_getaffinity(0)), 4)
 
 
 def pytest_unconfigure(config):
