@@ -28,9 +28,11 @@ from .errors import AdjointError
 from .frontend import RESULT
 from .options import options
 from .runtime.arguments import Binding, as_complex, as_parts
+from .runtime.module import Batch
 from .runtime.memory import FRAMED, SMALL, idle, memory_for, on_device
 
 FORWARD, RECORD, REVERSE = 0, 1, 2
+EVERY = -1      # the key in Sweep.tapes of one tape for every region (see Setup.batches)
 
 
 class Ledger:
@@ -93,6 +95,29 @@ class Setup:
                            for a in spec.floating_arguments]
         self.written = {n for r in bwd.adjoint.regions for n in r.writes} & self.primal
         self.adjoint_names = [name for name, _ in self.adjoints]
+        self.batched = not on_device(bwd.module)
+        self._batches = None
+
+    def batches(self):
+        """(record, reverse) Batches (runtime/module.py) of a sweep whose regions all keep
+        their tapes: the record entries in order, then the reverse ones backwards, one C call
+        each (two per call in place of two per region), every region's tape a part of one
+        tape as long as ``Sweep._tape`` would take it. Made anew when the hints grow."""
+        batches = self._batches
+        if batches is None:
+            caps = [max(int(c[0]), self.hints.get(i, 0)) for i, c in enumerate(self.counts)]
+            offsets = [sum(caps[:i]) for i in range(len(caps))]
+            back = range(len(caps) - 1, -1, -1)
+            batches = self._batches = (
+                Batch([3 * i + RECORD for i in range(len(caps))], self.syms, offsets, caps),
+                Batch([3 * i + REVERSE for i in back], [self.syms[i] for i in back],
+                      [offsets[i] for i in back], [caps[i] for i in back]))
+        return batches
+
+    def hint(self, i, size):
+        """Region ``i``'s tape takes ``size`` values from now on."""
+        self.hints[i] = size
+        self._batches = None
 
 
 def _slot(spec, c, how, syms):
@@ -346,8 +371,7 @@ class Sweep:
             syms[-2:] = segment
         status = self.bwd.module.call(3 * region + kind, syms,
                                       self._buffers(state or self.state), tape, position)
-        if status <= FAILED:                    # a library call failed (LinAlgError)
-            raise self.spec.failed(FAILED - status)
+        self._failed(status)
         return status
 
     def _buffers(self, state):
@@ -369,10 +393,12 @@ class Sweep:
             raise AdjointError(f"{self.spec.sdfg.name}(): the tape outgrew "
                                f"{options.tape_limit_bytes / 2**30:.1f} GiB while recording; "
                                "does every while loop terminate? (engine option tape_limit_bytes)")
-        self.hints[i] = size
+        self.setup.hint(i, size)
 
     # ---- forward sweep -----------------------------------------------------------------
     def _forward(self):
+        if self.setup.batched and all(option.kind == "store" for option in self.plan.choices):
+            return self._record_all()
         for i, option in enumerate(self.plan.choices):
             if option.kind == "store":
                 tape = self._tape(i, self.counts[i][0])
@@ -383,6 +409,32 @@ class Sweep:
             else:
                 self.snapshots[i] = self._save(self.adj.regions[i].inputs)
                 self._run(i, FORWARD)
+
+    def _record_all(self):
+        """Every region's record entry in one C call, each on its part of one tape."""
+        record = self.setup.batches()[0]
+        tape = self._hold(self.mem.empty(record.length))
+        ends = np.zeros(record.size, np.int64)
+        self.tapes[EVERY] = (tape, ends)
+        done = self.bwd.module.runs(record, self._buffers(self.state), tape, ends)
+        if done < record.size:
+            self._failed(int(ends[done]))
+            raise _TapeOverflow(done)
+
+    def _reverse_all(self, state):
+        """Every region's reverse entry, backwards, in one C call (after _record_all)."""
+        reverse = self.setup.batches()[1]
+        tape, ends = self.tapes[EVERY] if self.reusable else self.tapes.pop(EVERY)
+        positions = ends[::-1].copy()
+        done = self.bwd.module.runs(reverse, self._buffers(state), tape, positions)
+        if done < reverse.size:
+            self._failed(int(positions[done]))
+        if not self.reusable:
+            self._free(tape)
+
+    def _failed(self, status):
+        if status <= FAILED:                    # a library call failed (LinAlgError)
+            raise self.spec.failed(FAILED - status)
 
     def result(self):
         if self.released:
@@ -451,8 +503,11 @@ class Sweep:
             if self.spec.sdfg.containers[name].complex:     # JAX's convention (api.py)
                 cot = as_parts(np.conj(np.asarray(cot, np.result_type(g.dtype, 1j))))
             g[...] = cot if type(cot) is float else np.asarray(cot, g.dtype).reshape(-1)
-        for i in range(len(choices) - 1, -1, -1):
-            self._reverse_region(i, choices[i], state)
+        if EVERY in self.tapes:
+            self._reverse_all(state)
+        else:
+            for i in range(len(choices) - 1, -1, -1):
+                self._reverse_region(i, choices[i], state)
         if self.reusable:
             for n, v in state.items():
                 if v is not self.state[n]:
