@@ -63,8 +63,9 @@ class Setup:
     (an argument, its copy, a new transient, an adjoint zeroed where needed), each
     region's symbol values, the plans made, the tape lengths that sufficed for while
     loops (whose trips sc_check cannot count) in earlier calls (each overflow restarts
-    the forward sweep), and whether the buffers a call makes are few enough bytes for a
-    Frame (runtime/memory.py; the idle frames are the Binding's, whose number a kernel bounds)."""
+    the forward sweep), the entries a plan storing every region runs in one C call
+    (``batches``), and whether the buffers a call makes are few enough bytes for a Frame
+    (runtime/memory.py; the idle frames are the Binding's, whose number a kernel bounds)."""
 
     def __init__(self, spec, bwd, syms):
         spec.verify(bwd.module, syms)               # the counts below are only right then
@@ -99,19 +100,21 @@ class Setup:
         self._batches = None
 
     def batches(self):
-        """(record, reverse) Batches (runtime/module.py) of a sweep whose regions all keep
-        their tapes: the record entries in order, then the reverse ones backwards, one C call
-        each (two per call in place of two per region), every region's tape a part of one
-        tape as long as ``Sweep._tape`` would take it. Made anew when the hints grow."""
+        """(record, reverse, both) Batches (runtime/module.py) of a sweep whose regions all
+        keep their tapes: the record entries in order, the reverse ones backwards, and the
+        two in one (grad's: its cotangent is known first), every region's tape a part of
+        one tape as long as ``Sweep._tape`` would take it. Made anew when the hints grow."""
         batches = self._batches
         if batches is None:
+            n = len(self.counts)
             caps = [max(int(c[0]), self.hints.get(i, 0)) for i, c in enumerate(self.counts)]
-            offsets = [sum(caps[:i]) for i in range(len(caps))]
-            back = range(len(caps) - 1, -1, -1)
-            batches = self._batches = (
-                Batch([3 * i + RECORD for i in range(len(caps))], self.syms, offsets, caps),
-                Batch([3 * i + REVERSE for i in back], [self.syms[i] for i in back],
-                      [offsets[i] for i in back], [caps[i] for i in back]))
+            offsets = [sum(caps[:i]) for i in range(n)]
+            forth, back = list(range(n)), list(range(n - 1, -1, -1))
+            record = ([3 * i + RECORD for i in forth], self.syms, offsets, caps)
+            reverse = ([3 * i + REVERSE for i in back], [self.syms[i] for i in back],
+                       [offsets[i] for i in back], [caps[i] for i in back])
+            batches = self._batches = (Batch(*record), Batch(*reverse), Batch(
+                *(a + b for a, b in zip(record, reverse)), chained=[-1] * n + back))
         return batches
 
     def hint(self, i, size):
@@ -154,10 +157,14 @@ class Sweep:
     """Buffers after the forward sweep, tapes and snapshots, and the reverse sweep."""
 
     def __init__(self, spec, bwd, args, run_forward=True, reusable=False, budget=None,
-                 policy=None, snapshots=None, binding=None):
+                 policy=None, snapshots=None, binding=None, cotangents=None):
         """``binding``: the ``runtime.arguments.Binding`` of ``args`` (made here when
-        not given): their checks ran once for all calls like this one."""
+        not given): their checks ran once for all calls like this one. ``cotangents``:
+        the outputs' cotangents where known before the forward sweep (grad's loss; not
+        for a reusable sweep), which ``reverse`` then takes: a plan storing every region
+        runs the reverse sweep in the forward sweep's C call (``reversed``)."""
         self.spec, self.bwd, self.reusable = spec, bwd, reusable
+        self.seeds, self.reversed = None if reusable else cotangents, False
         self.adj, self.containers = bwd.adjoint, bwd.layout.containers
         binding = binding or Binding(spec.sdfg, args, spec.written_arrays)
         self.syms, self.arguments = binding.values(args)
@@ -411,15 +418,20 @@ class Sweep:
                 self._run(i, FORWARD)
 
     def _record_all(self):
-        """Every region's record entry in one C call, each on its part of one tape."""
-        record = self.setup.batches()[0]
-        tape = self._hold(self.mem.empty(record.length))
-        ends = np.zeros(record.size, np.int64)
+        """Every region's record entry in one C call, each on its part of one tape; with
+        the cotangents given first, the reverse entries after them in that call."""
+        record, _, both = self.setup.batches()
+        batch = record if self.seeds is None else both
+        if self.seeds is not None:
+            self._seed(self.seeds)          # again after a restart: _framed zeroed them
+        tape = self._hold(self.mem.empty(batch.length))
+        ends = np.zeros(batch.size, np.int64)
         self.tapes[EVERY] = (tape, ends)
-        done = self.bwd.module.runs(record, self._buffers(self.state), tape, ends)
-        if done < record.size:
+        done = self.bwd.module.runs(batch, self._buffers(self.state), tape, ends)
+        if done < batch.size:
             self._failed(int(ends[done]))
-            raise _TapeOverflow(done)
+            raise _TapeOverflow(done)           # -1: a record entry's tape was too short
+        self.reversed = batch is both
 
     def _reverse_all(self, state):
         """Every region's reverse entry, backwards, in one C call (after _record_all)."""
@@ -495,19 +507,14 @@ class Sweep:
             self.pulled = True
         else:
             state = self.state
-        adjoints, choices = self.adjoints, self.plan.choices
-        for name, cot in cotangents.items():
-            g = adjoints.get(adjoint_name(name))
-            if g is None:
-                continue
-            if self.spec.sdfg.containers[name].complex:     # JAX's convention (api.py)
-                cot = as_parts(np.conj(np.asarray(cot, np.result_type(g.dtype, 1j))))
-            g[...] = cot if type(cot) is float else np.asarray(cot, g.dtype).reshape(-1)
-        if EVERY in self.tapes:
-            self._reverse_all(state)
-        else:
-            for i in range(len(choices) - 1, -1, -1):
-                self._reverse_region(i, choices[i], state)
+        choices = self.plan.choices
+        if not self.reversed:           # else it ran with the forward sweep, from seeds
+            self._seed(cotangents)
+            if EVERY in self.tapes:
+                self._reverse_all(state)
+            else:
+                for i in range(len(choices) - 1, -1, -1):
+                    self._reverse_region(i, choices[i], state)
         if self.reusable:
             for n, v in state.items():
                 if v is not self.state[n]:
@@ -516,6 +523,17 @@ class Sweep:
         out = self._cotangents(wanted)
         self._release()
         return out
+
+    def _seed(self, cotangents):
+        """The outputs' adjoints: their cotangents."""
+        adjoints = self.adjoints
+        for name, cot in cotangents.items():
+            g = adjoints.get(adjoint_name(name))
+            if g is None:
+                continue
+            if self.spec.sdfg.containers[name].complex:     # JAX's convention (api.py)
+                cot = as_parts(np.conj(np.asarray(cot, np.result_type(g.dtype, 1j))))
+            g[...] = cot if type(cot) is float else np.asarray(cot, g.dtype).reshape(-1)
 
     def _reverse_region(self, i, option, state):
         if option.kind == "store":

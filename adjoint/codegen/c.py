@@ -8,7 +8,7 @@ the same functions for every module and no user string reaches a declaration:
                    double *tape, int64_t tp, int64_t capacity, int watch)
     int64_t sc_runs(int64_t n, const int64_t *which, const int64_t *syms, void *const *data,
                     double *tape, const int64_t *offsets, const int64_t *caps,
-                    int64_t *tps, int watch)
+                    const int64_t *from, int64_t *tps, int watch)
     int sc_check(const int64_t *syms, int64_t *counts)
 
 ``syms`` holds the integer symbols (sizes, int arguments, then the two segment
@@ -142,14 +142,17 @@ def translation_units(source):
 
 # Several entry points in one call (a sweep whose regions all keep their tapes: its record
 # entries, then its reverse ones), watching for SIGINT once: each call from Python costs
-# about as much as a small entry's work.
+# more than a small entry's work.
 RUNS = r"""/* entry points sc_which[0..sc_n) in order as sc_run runs them: entry k with the
    symbols sc_syms[k * @SYMBOLS@...], the tape at sc_tape + sc_offsets[k] of capacity
-   sc_caps[k] from position sc_tps[k]; each one's end in sc_tps[k]. Returns how many ended
-   well: the next one (if any) stopped the rest, its status in sc_tps[k]. */
+   sc_caps[k] from position sc_tps[k], or where sc_from[k] >= 0 from where entry
+   sc_from[k] ended (a region's reverse after its record); each one's end in sc_tps[k].
+   Returns how many ended well: the next one (if any) stopped the rest, its status in
+   sc_tps[k]. */
 int64_t sc_runs(int64_t sc_n, const int64_t *sc_which, const int64_t *sc_syms,
                 void *const *sc_data, double *sc_tape, const int64_t *sc_offsets,
-                const int64_t *sc_caps, int64_t *sc_tps, int sc_watch)
+                const int64_t *sc_caps, const int64_t *sc_from, int64_t *sc_tps,
+                int sc_watch)
 {
     int sc_polls_any = 0;
     for (int64_t k = 0; k < sc_n; ++k) sc_polls_any |= sc_polling(sc_which[k]);
@@ -157,8 +160,9 @@ int64_t sc_runs(int64_t sc_n, const int64_t *sc_which, const int64_t *sc_syms,
     const int sc_watching = sc_watch && sc_polls_any && sc_watch_begin(&sc_old);
     int64_t k = 0;
     for (; k < sc_n; ++k) {
+        const int64_t sc_start = sc_from[k] >= 0 ? sc_tps[sc_from[k]] : sc_tps[k];
         sc_tps[k] = sc_dispatch(sc_which[k], sc_syms + k * @SYMBOLS@, sc_data,
-                                sc_tape ? sc_tape + sc_offsets[k] : sc_tape, sc_tps[k],
+                                sc_tape ? sc_tape + sc_offsets[k] : sc_tape, sc_start,
                                 sc_caps[k], sc_watching ? &sc_interrupted : &sc_never);
         if (sc_tps[k] < 0) break;
     }
