@@ -628,7 +628,8 @@ def _differentiated(k, wrt, memory_budget, policy, snapshots):
             names = _check_wrt(k, spec, wrt)
             found = derivatives[spec] = names, spec.backward(names, {RESULT})
         names, bwd = found
-        sweep = Sweep(spec, bwd, args, value, False, memory_budget, policy, snapshots, binding)
+        sweep = Sweep(spec, bwd, args, value, False, memory_budget, policy, snapshots, binding,
+                      LOSS)
         cot = sweep.reverse(LOSS, names)
         spec.last_sweep = sweep
         return sweep.result(), cot[wrt] if single else tuple([cot[n] for n in names])

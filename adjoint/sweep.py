@@ -28,9 +28,11 @@ from .errors import AdjointError
 from .frontend import RESULT
 from .options import options
 from .runtime.arguments import Binding, as_complex, as_parts
+from .runtime.module import Batch
 from .runtime.memory import FRAMED, SMALL, idle, memory_for, on_device
 
 FORWARD, RECORD, REVERSE = 0, 1, 2
+EVERY = -1      # the key in Sweep.tapes of one tape for every region (see Setup.batches)
 
 
 class Ledger:
@@ -61,8 +63,9 @@ class Setup:
     (an argument, its copy, a new transient, an adjoint zeroed where needed), each
     region's symbol values, the plans made, the tape lengths that sufficed for while
     loops (whose trips sc_check cannot count) in earlier calls (each overflow restarts
-    the forward sweep), and whether the buffers a call makes are few enough bytes for a
-    Frame (runtime/memory.py; the idle frames are the Binding's, whose number a kernel bounds)."""
+    the forward sweep), the entries a plan storing every region runs in one C call
+    (``batches``), and whether the buffers a call makes are few enough bytes for a Frame
+    (runtime/memory.py; the idle frames are the Binding's, whose number a kernel bounds)."""
 
     def __init__(self, spec, bwd, syms):
         spec.verify(bwd.module, syms)               # the counts below are only right then
@@ -93,6 +96,31 @@ class Setup:
                            for a in spec.floating_arguments]
         self.written = {n for r in bwd.adjoint.regions for n in r.writes} & self.primal
         self.adjoint_names = [name for name, _ in self.adjoints]
+        self.batched = not on_device(bwd.module)
+        self._batches = None
+
+    def batches(self):
+        """(record, reverse, both) Batches (runtime/module.py) of a sweep whose regions all
+        keep their tapes: the record entries in order, the reverse ones backwards, and the
+        two in one (grad's: its cotangent is known first), every region's tape a part of
+        one tape as long as ``Sweep._tape`` would take it. Made anew when the hints grow."""
+        batches = self._batches
+        if batches is None:
+            n = len(self.counts)
+            caps = [max(int(c[0]), self.hints.get(i, 0)) for i, c in enumerate(self.counts)]
+            offsets = [sum(caps[:i]) for i in range(n)]
+            forth, back = list(range(n)), list(range(n - 1, -1, -1))
+            record = ([3 * i + RECORD for i in forth], self.syms, offsets, caps)
+            reverse = ([3 * i + REVERSE for i in back], [self.syms[i] for i in back],
+                       [offsets[i] for i in back], [caps[i] for i in back])
+            batches = self._batches = (Batch(*record), Batch(*reverse), Batch(
+                *(a + b for a, b in zip(record, reverse)), chained=[-1] * n + back))
+        return batches
+
+    def hint(self, i, size):
+        """Region ``i``'s tape takes ``size`` values from now on."""
+        self.hints[i] = size
+        self._batches = None
 
 
 def _slot(spec, c, how, syms):
@@ -129,10 +157,14 @@ class Sweep:
     """Buffers after the forward sweep, tapes and snapshots, and the reverse sweep."""
 
     def __init__(self, spec, bwd, args, run_forward=True, reusable=False, budget=None,
-                 policy=None, snapshots=None, binding=None):
+                 policy=None, snapshots=None, binding=None, cotangents=None):
         """``binding``: the ``runtime.arguments.Binding`` of ``args`` (made here when
-        not given): their checks ran once for all calls like this one."""
+        not given): their checks ran once for all calls like this one. ``cotangents``:
+        the outputs' cotangents where known before the forward sweep (grad's loss; not
+        for a reusable sweep), which ``reverse`` then takes: a plan storing every region
+        runs the reverse sweep in the forward sweep's C call (``reversed``)."""
         self.spec, self.bwd, self.reusable = spec, bwd, reusable
+        self.seeds, self.reversed = None if reusable else cotangents, False
         self.adj, self.containers = bwd.adjoint, bwd.layout.containers
         binding = binding or Binding(spec.sdfg, args, spec.written_arrays)
         self.syms, self.arguments = binding.values(args)
@@ -346,8 +378,7 @@ class Sweep:
             syms[-2:] = segment
         status = self.bwd.module.call(3 * region + kind, syms,
                                       self._buffers(state or self.state), tape, position)
-        if status <= FAILED:                    # a library call failed (LinAlgError)
-            raise self.spec.failed(FAILED - status)
+        self._failed(status)
         return status
 
     def _buffers(self, state):
@@ -369,10 +400,12 @@ class Sweep:
             raise AdjointError(f"{self.spec.sdfg.name}(): the tape outgrew "
                                f"{options.tape_limit_bytes / 2**30:.1f} GiB while recording; "
                                "does every while loop terminate? (engine option tape_limit_bytes)")
-        self.hints[i] = size
+        self.setup.hint(i, size)
 
     # ---- forward sweep -----------------------------------------------------------------
     def _forward(self):
+        if self.setup.batched and all(option.kind == "store" for option in self.plan.choices):
+            return self._record_all()
         for i, option in enumerate(self.plan.choices):
             if option.kind == "store":
                 tape = self._tape(i, self.counts[i][0])
@@ -383,6 +416,37 @@ class Sweep:
             else:
                 self.snapshots[i] = self._save(self.adj.regions[i].inputs)
                 self._run(i, FORWARD)
+
+    def _record_all(self):
+        """Every region's record entry in one C call, each on its part of one tape; with
+        the cotangents given first, the reverse entries after them in that call."""
+        record, _, both = self.setup.batches()
+        batch = record if self.seeds is None else both
+        if self.seeds is not None:
+            self._seed(self.seeds)          # again after a restart: _framed zeroed them
+        tape = self._hold(self.mem.empty(batch.length))
+        ends = np.zeros(batch.size, np.int64)
+        self.tapes[EVERY] = (tape, ends)
+        done = self.bwd.module.runs(batch, self._buffers(self.state), tape, ends)
+        if done < batch.size:
+            self._failed(int(ends[done]))
+            raise _TapeOverflow(done)           # -1: a record entry's tape was too short
+        self.reversed = batch is both
+
+    def _reverse_all(self, state):
+        """Every region's reverse entry, backwards, in one C call (after _record_all)."""
+        reverse = self.setup.batches()[1]
+        tape, ends = self.tapes[EVERY] if self.reusable else self.tapes.pop(EVERY)
+        positions = ends[::-1].copy()
+        done = self.bwd.module.runs(reverse, self._buffers(state), tape, positions)
+        if done < reverse.size:
+            self._failed(int(positions[done]))
+        if not self.reusable:
+            self._free(tape)
+
+    def _failed(self, status):
+        if status <= FAILED:                    # a library call failed (LinAlgError)
+            raise self.spec.failed(FAILED - status)
 
     def result(self):
         if self.released:
@@ -443,16 +507,14 @@ class Sweep:
             self.pulled = True
         else:
             state = self.state
-        adjoints, choices = self.adjoints, self.plan.choices
-        for name, cot in cotangents.items():
-            g = adjoints.get(adjoint_name(name))
-            if g is None:
-                continue
-            if self.spec.sdfg.containers[name].complex:     # JAX's convention (api.py)
-                cot = as_parts(np.conj(np.asarray(cot, np.result_type(g.dtype, 1j))))
-            g[...] = cot if type(cot) is float else np.asarray(cot, g.dtype).reshape(-1)
-        for i in range(len(choices) - 1, -1, -1):
-            self._reverse_region(i, choices[i], state)
+        choices = self.plan.choices
+        if not self.reversed:           # else it ran with the forward sweep, from seeds
+            self._seed(cotangents)
+            if EVERY in self.tapes:
+                self._reverse_all(state)
+            else:
+                for i in range(len(choices) - 1, -1, -1):
+                    self._reverse_region(i, choices[i], state)
         if self.reusable:
             for n, v in state.items():
                 if v is not self.state[n]:
@@ -461,6 +523,17 @@ class Sweep:
         out = self._cotangents(wanted)
         self._release()
         return out
+
+    def _seed(self, cotangents):
+        """The outputs' adjoints: their cotangents."""
+        adjoints = self.adjoints
+        for name, cot in cotangents.items():
+            g = adjoints.get(adjoint_name(name))
+            if g is None:
+                continue
+            if self.spec.sdfg.containers[name].complex:     # JAX's convention (api.py)
+                cot = as_parts(np.conj(np.asarray(cot, np.result_type(g.dtype, 1j))))
+            g[...] = cot if type(cot) is float else np.asarray(cot, g.dtype).reshape(-1)
 
     def _reverse_region(self, i, option, state):
         if option.kind == "store":

@@ -12,7 +12,9 @@ results/overhead.md: ``git archive <commit> adjoint | tar -x -C DIR``). Kernels,
 - ``lorenz96``: one Euler step of Lorenz-96 over N = 40 (a 4D-Var window called step
   by step, thousands of times), two arguments written in place, a scalar loss;
 - ``flux``: a finite-volume flux of the vectorised NumPy kind (Euler equations on a
-  32 x 32 grid) returning four arrays: forward, and ``vjp`` + pullback with cotangents.
+  32 x 32 grid) returning four arrays: forward, and ``vjp`` + pullback with cotangents;
+- ``gemm``: the corpus' gemm (``corpus/loops.py``) at n = 4, a gradient of two regions
+  (a record and a reverse entry each) whose C work is a few hundred flops.
 
 Per kernel and call (forward; ``grad``; ``vjp`` and one pullback): the best over many
 batches of calls of the wall time per call, in a child process pinned to one core (the
@@ -70,13 +72,16 @@ def kernels(adjoint):
         return (rho * vx - c * rho, rho * vx * vx + P - c * rho * vx, rho * vx * vy,
                 (en + P) * vx)
 
+    from adjoint.corpus.loops import gemm, make_gemm
     rng = np.random.default_rng(0)
     grid = [rng.uniform(0.5, 1.5, (32, 32)) for _ in range(4)]
+    matrices = make_gemm(rng, 4)
     return {
         "tiny": (tiny, lambda: (rng.uniform(0.5, 1.5, 8),), "x"),
         "lorenz96": (lorenz96, lambda: (8.0 + rng.standard_normal(40), np.zeros(40), 8.0,
                                         0.01, 1), "x"),
         "flux": (flux, lambda: tuple(g.copy() for g in grid) + (1.4,), None),
+        "gemm": (gemm, lambda: (matrices[0].copy(),) + matrices[1:], "C"),
     }
 
 
@@ -93,7 +98,13 @@ def numpy_versions(np):
         return (rho * vx - c * rho, rho * vx * vx + P - c * rho * vx, rho * vx * vy,
                 (en + P) * vx)
 
-    return {"tiny": lambda x: float(np.sum(x * x)), "lorenz96": lorenz96, "flux": flux}
+    def gemm(C, A, B, alpha, beta):
+        C *= beta
+        C += alpha * A @ B
+        return float(np.sum(C * C))
+
+    return {"tiny": lambda x: float(np.sum(x * x)), "lorenz96": lorenz96, "flux": flux,
+            "gemm": gemm}
 
 
 def jax_versions():
@@ -116,6 +127,10 @@ def jax_versions():
         return (rho * vx - c * rho, rho * vx * vx + P - c * rho * vx, rho * vx * vy,
                 (en + P) * vx)
 
+    def gemm(C, A, B, alpha, beta):
+        C = beta * C + alpha * A @ B
+        return jnp.sum(C * C)
+
     def with_pullback(f):               # the outputs and their pullback of ones
         def run(*a):
             out, pullback = jax.vjp(f, *a)
@@ -126,7 +141,7 @@ def jax_versions():
     out = {}
     for name, f, args in (("tiny", tiny, lambda a: a),
                           ("lorenz96", lorenz96, lambda a: (a[0], a[2], a[3])),
-                          ("flux", flux, lambda a: a)):
+                          ("flux", flux, lambda a: a), ("gemm", gemm, lambda a: a)):
         fwd, vjp = jax.jit(f), with_pullback(f)
         calls = {"forward": lambda a, fwd=fwd, args=args: wait(fwd(*args(a))),
                  "vjp": lambda a, vjp=vjp, args=args: wait(vjp(*args(a)))}
@@ -202,6 +217,8 @@ def child(tree, with_reference, budget):
             out["times"][f"{name}/{call}"] = best(fn, make_args, budget)
     tiny, make_args, wrt = made["tiny"]
     out["profile"] = {"tiny/grad": profile(adjoint.grad(tiny, wrt=wrt), make_args),
+                      "gemm/grad": profile(adjoint.grad(made["gemm"][0], wrt="C"),
+                                           made["gemm"][1]),
                       "flux/forward": profile(made["flux"][0], made["flux"][1], 500)}
     if with_reference:
         for name, fn in numpy_versions(np).items():
@@ -318,6 +335,7 @@ def report(res):
             _f(t / jax_t if jax_t else None, "x"),
             f"<= {target:g}: {'met' if t <= target else 'not met'}" if target else ""]) + " |")
     for key, title in (("tiny/grad", "a tiny kernel's gradient call"),
+                       ("gemm/grad", "a gradient call of two regions (gemm, n = 4)"),
                        ("flux/forward", "a forward call returning four arrays (flux)")):
         lines += ["", f"## Where {title} spends its time (cProfile)", ""]
         for label, run in (("before", before), ("after", after)):

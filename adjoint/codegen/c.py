@@ -2,10 +2,13 @@
 their own (the build compiles them in parallel, see :func:`translation_units`).
 
 Entry points are numbered and reached through one function, so the runtime declares
-the same two functions for every module and no user string reaches a declaration:
+the same functions for every module and no user string reaches a declaration:
 
     int64_t sc_run(int64_t which, const int64_t *syms, void *const *data,
                    double *tape, int64_t tp, int64_t capacity, int watch)
+    int64_t sc_runs(int64_t n, const int64_t *which, const int64_t *syms, void *const *data,
+                    double *tape, const int64_t *offsets, const int64_t *caps,
+                    const int64_t *from, int64_t *tps, int watch)
     int sc_check(const int64_t *syms, int64_t *counts)
 
 ``syms`` holds the integer symbols (sizes, int arguments, then the two segment
@@ -13,9 +16,10 @@ bounds) and ``data`` one pointer per container, both in :class:`Layout` order. A
 entry returns the tape position it ends at, or -1 when a loop of unbounded trip count
 (``while``) needs more tape than ``capacity``: the runtime then retries with more;
 INTERRUPTED when Ctrl-C stopped it (``watch``, see INTERRUPTS).
-``sc_check`` returns the number of the first failing index check (0: none) and writes
-COUNTS numbers per counted region. Addresses are computed directly from memlets;
-nothing is checked inside loops (see analysis.bounds). Two more functions are the same
+``sc_runs`` (C modules only) runs several entry points in one call, each on its part of
+one tape (see RUNS). ``sc_check`` returns the number of the first failing index check
+(0: none) and writes COUNTS numbers per counted region. Addresses are computed directly
+from memlets; nothing is checked inside loops (see analysis.bounds). Two more functions are the same
 in every module: ``sc_set_threads(n)`` and ``sc_fill(dst, src, bytes)`` (copy, or zeros
 when ``src`` is NULL, on the engine's threads: the runtime's buffer operations).
 """
@@ -123,7 +127,8 @@ def generate_module(layout, entries, checks, counted=(), library=None):
          if gen.library else [])
     head += [f"SC_LOCAL int64_t sc_entry{k}({ARGS});" for k in range(len(entries))]
     parts = [gen.entry(k, sdfg) for k, sdfg in enumerate(entries)]
-    parts.append("\n".join([INTERRUPTS, _dispatcher(gen.polls), THREADS,
+    parts.append("\n".join([INTERRUPTS, _dispatcher(gen.polls),
+                            RUNS.replace("@SYMBOLS@", str(len(layout.symbols))), THREADS,
                             gen.check_entry(checks, counted)]))
     return "\n".join(head) + "\n" + "".join(PART + p for p in parts)
 
@@ -134,6 +139,37 @@ def translation_units(source):
     head, *parts = source.split(PART)
     return head, parts
 
+
+# Several entry points in one call (a sweep whose regions all keep their tapes: its record
+# entries, then its reverse ones), watching for SIGINT once: each call from Python costs
+# more than a small entry's work.
+RUNS = r"""/* entry points sc_which[0..sc_n) in order as sc_run runs them: entry k with the
+   symbols sc_syms[k * @SYMBOLS@...], the tape at sc_tape + sc_offsets[k] of capacity
+   sc_caps[k] from position sc_tps[k], or where sc_from[k] >= 0 from where entry
+   sc_from[k] ended (a region's reverse after its record); each one's end in sc_tps[k].
+   Returns how many ended well: the next one (if any) stopped the rest, its status in
+   sc_tps[k]. */
+int64_t sc_runs(int64_t sc_n, const int64_t *sc_which, const int64_t *sc_syms,
+                void *const *sc_data, double *sc_tape, const int64_t *sc_offsets,
+                const int64_t *sc_caps, const int64_t *sc_from, int64_t *sc_tps,
+                int sc_watch)
+{
+    int sc_polls_any = 0;
+    for (int64_t k = 0; k < sc_n; ++k) sc_polls_any |= sc_polling(sc_which[k]);
+    struct sigaction sc_old;
+    const int sc_watching = sc_watch && sc_polls_any && sc_watch_begin(&sc_old);
+    int64_t k = 0;
+    for (; k < sc_n; ++k) {
+        const int64_t sc_start = sc_from[k] >= 0 ? sc_tps[sc_from[k]] : sc_tps[k];
+        sc_tps[k] = sc_dispatch(sc_which[k], sc_syms + k * @SYMBOLS@, sc_data,
+                                sc_tape ? sc_tape + sc_offsets[k] : sc_tape, sc_start,
+                                sc_caps[k], sc_watching ? &sc_interrupted : &sc_never);
+        if (sc_tps[k] < 0) break;
+    }
+    if (sc_watching) sc_watch_end(&sc_old, k < sc_n ? sc_tps[k] : 0);
+    return k;
+}
+"""
 
 THREADS = """void sc_set_threads(int n)
 {
@@ -196,14 +232,15 @@ def _dispatcher(polls, prologue="", head="int64_t "):
     cases = "\n".join(f"    case {k}: return sc_entry{k}({args}, sc_stop);"
                       for k in range(len(polls)))
     table = ", ".join("1" if p else "0" for p in polls) or "0"
-    return (f"static int64_t sc_dispatch(int64_t sc_which, {ARGS})\n{{\n"
+    return (f"static const char sc_polls[] = {{{table}}};\n"
+            f"static int sc_polling(int64_t sc_which)\n{{\n"
+            f"    return sc_which >= 0 && sc_which < {len(polls)} && sc_polls[sc_which];\n}}\n"
+            f"static int64_t sc_dispatch(int64_t sc_which, {ARGS})\n{{\n"
             f"    switch (sc_which) {{\n{cases}\n    }}\n    (void)sc_stop;\n"
             "    return -2;\n}\n"
             f"{head}sc_run(int64_t sc_which, {BUFFERS}, int sc_watch)\n{{\n{prologue}"
-            f"    static const char sc_polls[] = {{{table}}};\n"
             "    struct sigaction sc_old;\n"
-            f"    if (!sc_watch || sc_which < 0 || sc_which >= {len(polls)} || "
-            "!sc_polls[sc_which] ||\n        !sc_watch_begin(&sc_old))\n"
+            "    if (!sc_watch || !sc_polling(sc_which) || !sc_watch_begin(&sc_old))\n"
             f"        return sc_dispatch(sc_which, {args}, &sc_never);\n"
             f"    const int64_t sc_end = sc_dispatch(sc_which, {args}, &sc_interrupted);\n"
             "    sc_watch_end(&sc_old, sc_end);\n    return sc_end;\n}\n")

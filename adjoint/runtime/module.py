@@ -20,6 +20,8 @@ from ..options import options
 ffi = cffi.FFI()
 ffi.cdef("""
 int64_t sc_run(int64_t, const int64_t *, void *const *, double *, int64_t, int64_t, int);
+int64_t sc_runs(int64_t, const int64_t *, const int64_t *, void *const *, double *,
+                const int64_t *, const int64_t *, const int64_t *, int64_t *, int);
 int sc_check(const int64_t *, int64_t *);
 void sc_set_threads(int);
 void sc_fill(void *, const void *, int64_t);
@@ -36,6 +38,8 @@ class CompiledModule:
     def __init__(self, path, counts=0):
         self.path, self.counts = path, counts
         self.lib = ffi.dlopen(str(path))
+        # looked up once: each lookup in the library cost a third of a small entry's call
+        self._run, self._runs = self.lib.sc_run, self.lib.sc_runs
         self._checked, self.threads = {}, 0
 
     def check(self, syms: np.ndarray):
@@ -62,9 +66,24 @@ class CompiledModule:
             else ffi.NULL
         capacity = 0 if tape is None else tape.size
         self._threads()
-        return interrupted(self.lib.sc_run(entry, _from_buffer(INT64S, syms, False), data,
-                                           tape_ptr, tape_position, capacity,
-                                           watch_interrupts()))
+        return interrupted(self._run(entry, _from_buffer(INT64S, syms, False), data,
+                                     tape_ptr, tape_position, capacity, watch_interrupts()))
+
+    def runs(self, batch, buffers, tape, positions):
+        """Run the entry points of ``batch`` (a :class:`Batch`) in order in one C call, as
+        :meth:`call` runs each, entry k on ``tape``'s part ``batch.offsets[k]`` from
+        position ``positions[k]`` (an int64 array; or where entry ``batch.chained[k]``
+        ended), where its end goes. Returns how many ended well; the next one's status
+        (if any: -1, its tape too short; a library call's failure) stopped the rest and
+        is in ``positions``. Ctrl-C stops them: KeyboardInterrupt."""
+        tape_ptr = _from_buffer(DOUBLES, tape, False) if tape.size else ffi.NULL
+        self._threads()
+        done = self._runs(batch.size, batch.which_ptr, batch.syms_ptr, buffers.data, tape_ptr,
+                          batch.offsets_ptr, batch.caps_ptr, batch.chained_ptr,
+                          _from_buffer(INT64S, positions, False), watch_interrupts())
+        if done < batch.size:
+            interrupted(positions[done])
+        return done
 
     def fill_zero(self, array):
         """``array[...] = 0`` (contiguous) on the engine's threads."""
@@ -82,6 +101,24 @@ class CompiledModule:
         if self.threads != options.threads:
             self.lib.sc_set_threads(options.threads or default_threads())
             self.threads = options.threads
+
+
+class Batch:
+    """Entry points that :meth:`CompiledModule.runs` runs in one call: their numbers,
+    symbols (a row each), parts of one tape (offsets and capacities, in doubles), and
+    per entry the earlier one whose end it starts from (``chained``, -1: none); the
+    pointers to them made once."""
+
+    def __init__(self, which, syms, offsets, capacities, chained=None):
+        self.size = len(which)
+        self.which = np.array(which, np.int64)
+        self.syms = np.array(syms, np.int64)
+        self.offsets, self.caps = np.array(offsets, np.int64), np.array(capacities, np.int64)
+        self.chained = np.array([-1] * self.size if chained is None else chained, np.int64)
+        self.length = int((self.offsets + self.caps).max(initial=0))     # of the tape
+        self.which_ptr, self.syms_ptr, self.offsets_ptr, self.caps_ptr, self.chained_ptr = (
+            _from_buffer(INT64S, a, False) for a in (self.which, self.syms, self.offsets,
+                                                      self.caps, self.chained))
 
 
 class BufferTable:

@@ -239,6 +239,13 @@ def energy(x: float64[N], y: float64[M]) -> float:
 
 
 @kernel
+def scaled_energy(x: float64[N], y: float64[M]) -> float:
+    for i in range(M):          # a region before the while loop's: one C call runs both
+        y[i] = 2.0 * y[i]
+    return energy(x, y)
+
+
+@kernel
 def relax(u: float64[N], tol: float) -> float:
     r = np.zeros_like(u)
     r[1:-1] = 1.0
@@ -280,6 +287,14 @@ if sys.argv[1] == "cpu":        # each kernel compiled first: SIGINT comes in th
     out["gradient_before"] = g(np.array([3.0]), y).tolist()
     out["gradient"] = interrupted(lambda: g(np.array([inf]), y))
     out["gradient_after"] = g(np.array([3.0]), y).tolist()
+    from adjoint.runtime.module import CompiledModule
+    batches, runs = [], CompiledModule.runs
+    CompiledModule.runs = lambda self, *a: batches.append(a[0].size) or runs(self, *a)
+    g = grad(scaled_energy, wrt="y")
+    out["regions_before"] = g(np.array([3.0]), y).tolist()
+    out["regions"] = interrupted(lambda: g(np.array([inf]), y))
+    out["regions_after"] = g(np.array([3.0]), y).tolist()
+    out["batches"] = batches
     # a call on another thread takes no handler: SIGINT goes to the main thread
     x, done = np.array([3e8, 0.0]), []
     worker = threading.Thread(target=lambda: done.append(countdown(x)))
@@ -318,6 +333,10 @@ def test_ctrl_c_stops_compiled_loops(cache_dir, tmp_path):
     y = np.linspace(0.5, 1.5, 50)
     for g in (out["gradient_before"], out["gradient_after"]):     # s = 3 sum y^2
         np.testing.assert_allclose(g, 6.0 * y, rtol=1e-12)
+    assert out["regions"] is not None           # several regions' entries in one C call
+    assert len(out["batches"]) >= 5 and min(out["batches"]) >= 2    # and tape restarts
+    for g in (out["regions_before"], out["regions_after"]):       # s = 12 sum y^2
+        np.testing.assert_allclose(g, 24.0 * y, rtol=1e-12)
     assert out["main_thread"] is not None
     assert out["worker"] == [6e8, 0.0, 6e8]
 

@@ -284,7 +284,9 @@ def test_spares_stay_within_the_ledgers_peak(k, plan, monkeypatch):
         if "memory_budget" in plan:
             assert sweep.ledger.peak <= plan["memory_budget"]
     assert peaks[0] == peaks[1] == peaks[2]
-    assert any(seen) or not ON_HOST, "no buffer was kept for reuse"
+    # store_all on the host: both sweeps in one C call, nothing released before the end
+    stores = plan == dict(policy="store_all")
+    assert any(seen) or not ON_HOST or stores, "no buffer was kept for reuse"
 
 
 def test_the_pool_holds_at_most_the_last_call():
