@@ -125,20 +125,24 @@ class Setup:
 
 def _slot(spec, c, how, syms):
     """(name, shape, dtype) of container ``c``'s buffer in a Frame: an argument's shape
-    for its copy, flat for the others; (name, None, None) for an argument used in place."""
+    for its copy (or fresh buffer), flat for the others; (name, None, None) for an
+    argument used in place."""
     if how == "argument":
         return c.name, None, None
-    if how == "copy" and not c.is_scalar:
+    if how in ("copy", "fresh") and not c.is_scalar:
         return c.name, spec.shape(c, syms), np.dtype(c.dtype)
     return c.name, (spec.volume(c, syms),), np.dtype(c.dtype)
 
 
 def _start(spec, c, syms, arguments, copied):
     """How the buffer of primal container ``c`` starts: ``"argument"`` (as given),
-    ``"copy"`` (of the argument), or (elements, dtype, whether the program fills it
-    first) for a new one."""
+    ``"copy"`` (of the argument), ``"fresh"`` (the argument's shape, its values never
+    read: the program fills it first, hdiff's ``out_field``), or (elements, dtype,
+    whether the program fills it first) for a new one."""
     if c.name in arguments:
-        return "copy" if c.name in copied else "argument"
+        if c.name not in copied:
+            return "argument"
+        return "fresh" if c.name in spec.filled_first and c.dtype == np.float64 else "copy"
     filled = c.name in spec.filled_first and c.dtype == np.float64
     return spec.volume(c, syms), np.dtype(c.dtype), filled
 
@@ -228,6 +232,9 @@ class Sweep:
         for name, how in self.setup.buffers:
             if how == "argument" and not mem.copies_arguments:
                 state[name] = self.arguments[name]
+            elif how == "fresh":
+                state[name] = self._own(mem.empty(self.arguments[name].size).reshape(
+                    self.arguments[name].shape))
             elif isinstance(how, str):
                 state[name] = self._own(mem.copy(self.arguments[name]))
             else:               # a transient: zeros, unless the program fills it first

@@ -61,9 +61,10 @@ def accessed_containers(sdfg):
 
 
 def filled_first(sdfg):
-    """Transient arrays whose first access, at the top level of the program, is a map
-    assigning every element (``lap = np.zeros((N, M))``, an array expression's
-    temporary): whatever a buffer for them holds at the start is never read."""
+    """Arrays whose first access, at the top level of the program, is a map assigning
+    every element (``lap = np.zeros((N, M))``, an array expression's temporary, hdiff's
+    ``out_field[:, :, :] = ...``): whatever a buffer for them holds at the start is
+    never read."""
     seen, filled = set(), set()
     for region, context in regions(sdfg.body):
         if not (isinstance(region, State) and not context):
@@ -77,7 +78,7 @@ def filled_first(sdfg):
 
 
 def _fills(node, containers):
-    """Transient arrays the map assigns at every element before any read of them (a
+    """Arrays the map assigns at every element before any read of them (a
     read in the map only of its own element, after the assignment: ``flx`` of
     ``flx = lap[1:] - lap[:-1]; flx = np.where(flx > 0, 0, flx)`` fused)."""
     out, read = set(), set()
@@ -89,7 +90,7 @@ def _fills(node, containers):
             covers = len(c.shape) == len(node.params) and all(
                 (lo, hi, step) == (0, size, 1) for (lo, hi, step), size in
                 zip(node.ranges, c.shape))
-            if c.transient and covers and not m.wcr and m.subset == tuple(node.params) \
+            if covers and not m.wcr and m.subset == tuple(node.params) \
                     and m.data not in read:
                 out.add(m.data)
     return out - read

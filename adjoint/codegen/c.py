@@ -429,10 +429,11 @@ class OpenMPPrinter(StatementPrinter):
         the caller (its loops stopped vectorising)."""
         name = f"sc_shared{self.shared_count}"
         self.shared_count += 1
-        saved = self.lines, self.depth, self.in_parallel
-        self.lines, self.depth, self.in_parallel = [], 1, True
+        saved = self.lines, self.depth, self.in_parallel, self.hoisted
+        # its own locals: the caller's hoisted scalars (_hoist) are not its parameters
+        self.lines, self.depth, self.in_parallel, self.hoisted = [], 1, True, {}
         body()
-        lines, (self.lines, self.depth, self.in_parallel) = self.lines, saved
+        lines, (self.lines, self.depth, self.in_parallel, self.hoisted) = self.lines, saved
         used = set(re.findall(r"\w+", "\n".join(lines)))
         decls = [(f"const int64_t {self.names[s]}", self.names[s]) for s in self.layout.symbols]
         decls += [(f"const int64_t {c_name(v, self.names)}", c_name(v, self.names)) for v in outer]

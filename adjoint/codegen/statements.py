@@ -118,6 +118,7 @@ class StatementPrinter:
         self.functions = []         # shared loop nests of the entry being generated
         self.shared_count = 0
         self.printed = {}           # (container, subset) -> its C access
+        self.hoisted = {}           # (container, subset) -> the local it was read into (_hoist)
         self.slots = None           # in a slotted loop: [trips, counter, next slot, step]
         self.guard = None           # the C condition of the branch whose writes are selects
         self.polling = self.polled = False      # loops may return INTERRUPTED (see _poll)
@@ -456,10 +457,9 @@ class StatementPrinter:
 
     def _tasklet(self, t):
         self.open("")
-        for conn, m in t.inputs:        # integers in their own dtype (frontend/dtypes.py)
-            dtype = self.shapes[m.data].dtype
-            ctype = C_TYPES[dtype.name] if dtype.kind in "iu" else "double"
-            self.emit(f"const {ctype} {c_name(conn, self.names)} = {self.access(m)};")
+        for conn, m in t.inputs:
+            self.emit(f"const {self._read_type(m.data)} {c_name(conn, self.names)} = "
+                      f"{self.access(m)};")
         # Neighbours along the innermost loop of an element being written (a recurrence
         # such as Gauss-Seidel's A[i, j-1]) are added last, so that only the last
         # additions wait on the previous iteration.
@@ -527,18 +527,27 @@ class StatementPrinter:
         reduction = node.schedule.reduction if node.schedule and (
             len(loops) > 1 or not worksharing) else None
         if reduction:
-            self._reduce(reduction, lambda: (self._open_loop(loops[-1]), self._private(node)))
+            self._reduce(reduction, lambda: (self._open_loop(loops[-1]), self._private(node)),
+                         node.private)
         else:
+            # nothing may stand between `omp for` and the loop it shares
+            block = len(loops) > 1 or not worksharing
+            if block:
+                self.open("")
+            hoisted = self._hoist(node.body, node.private) if block else self.hoisted
             self._open_loop(loops[-1])
             self._private(node)
             for inner in node.body:
                 self.node(inner)
             self.close()
+            self._unhoist(hoisted)
+            if block:
+                self.close()
         del self.loop_vars[-len(node.params):]
         for _ in loops[:-1]:
             self.close()
 
-    def _reduce(self, reduction, open_loop):
+    def _reduce(self, reduction, open_loop, private=()):
         """The loop with one local accumulator per element it reduces into (a
         schedule.Reduction), written to the element after the loop: ``omp simd
         reduction`` lets it vectorise (a sum is reassociated across vector lanes,
@@ -550,6 +559,7 @@ class StatementPrinter:
             names[m] = f"sc_acc{len(self.accumulators) + len(names)}"
             start = "0" if m.wcr == "sum" else self.access(m)
             self.emit(f"{C_TYPES[self.shapes[m.data].dtype.name]} {names[m]} = {start};")
+        hoisted = self._hoist(body, private)
         for op in ("sum", "max", "min"):
             accs = [names[m] for m in sums if m.wcr == op]
             if accs:
@@ -560,9 +570,45 @@ class StatementPrinter:
             self.node(t)
         self.accumulators = outer
         self.close()
+        self._unhoist(hoisted)
         for m, name in names.items():
             self._write(m if m.wcr == "sum" else Memlet(m.data, m.subset), name)
         self.close()
+
+    def _hoist(self, body, private=()):
+        """Read the scalars that the innermost loop's ``body`` (dataflow nodes) reads and
+        never writes into locals before the loop, and name them so inside it (see access);
+        returns what ``_unhoist`` restores after the loop. The compiler cannot tell that
+        the loop's stores leave them unchanged (GCC takes restrict on a local pointer for
+        no promise), so it reloads them in every iteration and recomputes all that depends
+        on them only: in cavity_flow's reverse sweep, dx**2 + dy**2 and two divisions
+        per vector of four elements. A scalar's read is in bounds even where the loop
+        runs no iteration."""
+        reads, written = {}, set(private)
+        for node in body:
+            for _, inner in leaves(node):
+                if not isinstance(inner, Tasklet):      # pops and library calls write
+                    return {}
+                written |= {m.data for m, _ in inner.outputs}
+                reads.update(((m.data, m.subset), m) for _, m in inner.inputs
+                             if self.shapes[m.data].is_scalar)
+        before, new = self.hoisted, {}
+        for key, m in reads.items():
+            if m.data in written or key in before:
+                continue
+            new[key] = identifier("sc_inv_", m.data)
+            self.emit(f"const {self._read_type(m.data)} {new[key]} = {self.access(m)};")
+        self.hoisted = {**before, **new}
+        return before
+
+    def _unhoist(self, before):
+        self.hoisted = before
+
+    def _read_type(self, name):
+        """The C type an element is read as: integers in their own dtype
+        (frontend/dtypes.py), every other value as a double."""
+        dtype = self.shapes[name].dtype
+        return C_TYPES[dtype.name] if dtype.kind in "iu" else "double"
 
     def _ctype(self, name):
         return C_TYPES[self.shapes[name].dtype.name]
@@ -583,6 +629,8 @@ class StatementPrinter:
         """``v_<name>[flat index]``, printed once per element (sympy printing is most of
         code generation's time, and stencils name the same elements over and over)."""
         key = (memlet.data, memlet.subset)
+        if key in self.hoisted:
+            return self.hoisted[key]
         if key not in self.printed:
             c = self.shapes[memlet.data]
             flat = sum((i * s for i, s in zip(memlet.subset, c.strides())), sp.Integer(0))

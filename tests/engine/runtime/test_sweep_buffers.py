@@ -541,3 +541,37 @@ def test_a_pullback_copies_only_what_its_entries_write():
     want = cot + np.diag(np.sum(cot) * (1 - np.tanh(np.diag(a)) ** 2))
     np.testing.assert_allclose(first, want, rtol=1e-12)
     np.testing.assert_array_equal(again, first)
+
+
+@kernel
+def smoothed_into(a: float64[N, N], out: float64[N, N], c: float):
+    out[:, :] = c * np.tanh(a)                # assigns every element first, reads none
+    out[1:, :] = out[1:, :] + 0.5 * out[:-1, :]
+
+
+@pytest.mark.parametrize("size", [6, 160])      # framed, pooled
+def test_an_output_argument_the_program_fills_first_is_not_copied(size):
+    """vjp works on its own buffer for an array argument it writes (the caller's stays
+    as it was), but one whose first access assigns every element (hdiff's ``out_field``)
+    starts from any buffer of its shape: its values are never read, so they are not
+    copied. Outputs and cotangents as the kernel run as Python and central differences."""
+    rng = np.random.default_rng(16)
+    a, out, c = rng.standard_normal((size, size)), np.full((size, size), np.nan), 0.7
+    outs, pullback = vjp(smoothed_into, a, out, c)
+    assert np.isnan(out).all()                                  # the caller's, untouched
+    assert dict(smoothed_into.specializations[-1].last_sweep.setup.buffers)["out"] == "fresh"
+    want = np.zeros((size, size))
+    smoothed_into.py_func(a, want, c)
+    np.testing.assert_allclose(outs["out"], want, rtol=1e-12, atol=1e-14)   # the engine's tanh
+    cot = rng.standard_normal((size, size))
+    back = pullback({"out": cot})
+    assert not back["out"].any()                        # overwritten before any read
+    da, dc = rng.standard_normal((size, size)), 0.3
+
+    def loss(x):
+        o = np.zeros((size, size))
+        smoothed_into.py_func(x[0], o, x[1])
+        return float(np.sum(cot * o))
+    want_dot = fd_directional(loss, (a, c), {"a": 0, "c": 1}, {"a": da, "c": dc})
+    got = float(np.sum(back["a"] * da) + back["c"] * dc)
+    assert got == pytest.approx(want_dot, rel=1e-7)
