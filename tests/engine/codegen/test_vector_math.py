@@ -6,7 +6,8 @@ whole range, small magnitudes and subnormals included; inf, nan, signed zeros,
 overflow and underflow as glibc has them; the same bits whatever the loop (a vector
 body or its scalar remainder). Gradient: against central differences of the compiled
 forward itself (the function implemented) and of NumPy's. Off by default: the C
-library's functions, bitwise Python's.
+library's functions, bitwise Python's. And with or without the option, loops that
+select values (masks, ``np.where``) vectorise on AVX2 too (the default flags).
 """
 import ctypes
 import ctypes.util
@@ -143,6 +144,43 @@ def test_loops_over_the_functions_vectorise_without_avx512(vector_math, tmp_path
         for k in calls:     # GCC places the innermost loop around it on a line up to it
             loop = max(j for j in range(1, k) if "for (" in lines[j - 1])
             assert vectorised & set(range(loop, k + 1)), (lines[k - 1].strip(), loop)
+
+
+M = symbol("M")
+
+
+@kernel
+def binned_means(data: float64[N], radius: float64[N], res: float64[M]):
+    rmax = radius.max()
+    for i in range(M):
+        r1 = rmax * i / M
+        r2 = rmax * (i + 1) / M
+        mask = np.logical_and(r1 <= radius, radius < r2)
+        res[i] = data[mask].mean()
+
+
+@pytest.mark.c_source
+def test_a_masked_mean_vectorises_without_avx512(tmp_path):
+    """NPBench's azimint_naive: the loop over the points computes two sums under a mask
+    of two comparisons (``&&``: a branch). Under GCC's default -ftrapping-math it stayed
+    scalar on AVX2, 20x slower than NumPy; the engine's flags have -fno-trapping-math."""
+    rng = np.random.default_rng(5)
+    data, radius = rng.random(4000), rng.random(4000)
+    res = np.zeros(10)
+    binned_means(data, radius, res)
+    want = np.zeros(10)
+    binned_means.py_func(data, radius, want)
+    np.testing.assert_allclose(res, want, rtol=1e-13)
+    source = binned_means.specialize((data, radius, res)).forward.source
+    lines = source.splitlines()
+    vectorised = _vectorised_loops(source, tmp_path)
+    masks = [k for k, line in enumerate(lines, 1) if "c_in0 <= c_in1" in line]
+    assert masks
+    for k in masks:
+        loop = max(j for j in range(1, k) if "for (" in lines[j - 1])
+        # GCC names a loop it vectorised by its body's first line (the pragma's line, also
+        # reported, is the simd clone's whatever became of the loop)
+        assert vectorised & set(range(loop + 1, k + 1)), (lines[k - 1].strip(), loop)
 
 
 def _fd(f, x, d, h=1e-4):
