@@ -232,7 +232,7 @@ class Sweep:
         for name, how in self.setup.buffers:
             if how == "argument" and not mem.copies_arguments:
                 state[name] = self.arguments[name]
-            elif how == "fresh":
+            elif how == "fresh" and mem.slices:     # GPU buffers: copied as before
                 state[name] = self._own(mem.empty(self.arguments[name].size).reshape(
                     self.arguments[name].shape))
             elif isinstance(how, str):
