@@ -6,8 +6,8 @@
   test modules whose kernels or tables others reuse (``test_records``, ``test_framework``,
   ``test_property``), whichever folder the test that imports them is in (README.md).
 * The test files run on up to four workers (pytest-xdist, ``-n auto`` in pyproject.toml),
-  one per core this process may use: the compiles dominate the suite. Each worker is a
-  session of its own, with its own cache folder (below).
+  one per core this process may use: the compiles dominate the suite. The workers share
+  the session's cache folder (below).
 * ``SIMCORE_CACHE_DIR`` points at a fresh temporary folder for the whole session, so
   tests never read or write the user's compile cache and always start cold.  It is set
   when this file is imported -- before any test module imports the engine -- because the
@@ -29,8 +29,13 @@ for p in [str(g) for g in GROUPS] + [str(TESTS), str(ROOT)]:
     if p not in sys.path:
         sys.path.insert(0, p)
 
-_CACHE_DIR = tempfile.mkdtemp(prefix="simcore-test-cache-")
-os.environ["SIMCORE_CACHE_DIR"] = _CACHE_DIR
+# An xdist worker shares the folder of the session that started it (inherited through the
+# environment): a kernel several files use compiles once, as in one process (artefacts are
+# written atomically under a lock; tests/engine/runtime/test_cache_concurrency.py).
+_WORKER = "PYTEST_XDIST_WORKER" in os.environ and "SIMCORE_TEST_CACHE_DIR" in os.environ
+_CACHE_DIR = os.environ["SIMCORE_TEST_CACHE_DIR"] if _WORKER else \
+    tempfile.mkdtemp(prefix="simcore-test-cache-")
+os.environ["SIMCORE_CACHE_DIR"] = os.environ["SIMCORE_TEST_CACHE_DIR"] = _CACHE_DIR
 
 
 def pytest_xdist_auto_num_workers(config):
@@ -40,7 +45,8 @@ def pytest_xdist_auto_num_workers(config):
 
 
 def pytest_unconfigure(config):
-    shutil.rmtree(_CACHE_DIR, ignore_errors=True)
+    if not _WORKER:                 # the session that made it, after its workers
+        shutil.rmtree(_CACHE_DIR, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
