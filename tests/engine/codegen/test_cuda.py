@@ -104,8 +104,8 @@ def test_every_corpus_kernel_compiles_with_nvcc(tmp_path):
         path.write_text(preamble(False) + "\n".join(unit))
         procs.append((path, subprocess.Popen(
             [options.nvcc, "-O0", "-arch=compute_90", "-code=compute_90", "-w", "-c",
-             str(path), "-o", str(path.with_suffix(".o"))], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            text=True)))
+             str(path), "-o", str(path.with_suffix(".o"))],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
     for path, proc in procs:
         _, err = proc.communicate()
         assert proc.returncode == 0, f"nvcc failed on {path}:\n{err[-4000:]}"
