@@ -37,7 +37,7 @@ from kernel_testing import (assert_arrays_close, assert_close_scalar, fd_atol,
                             fd_directional, inner)
 
 BATCH = 10                  # random kernels per compiled module
-EXAMPLES = 12               # hypothesis examples: BATCH * EXAMPLES kernels in all (CI time)
+EXAMPLES = 20               # hypothesis examples: BATCH * EXAMPLES kernels in all
 MARGIN = 0.02               # data conditions closer than this: forward check only
 ARRAYS = {"A": ("N", "M"), "B": ("N", "M"), "x": ("N",), "y": ("M",)}
 FLOATS = ("A", "B", "x", "y", "s")
