@@ -4,6 +4,7 @@ original (forward) and a JAX port (``jax.jit(jax.grad(...))``, gradient).
     python experiments/bench.py                       # S and M, all kernels, with JAX
     python experiments/bench.py --sizes S --kernels seidel2d,lu --repeats 3
     python experiments/bench.py --no-jax
+    python experiments/bench.py --sizes S --engine reassociate=True --engine vector_math=True
 
 Per kernel and size, in one run:
   1. the original (``k.py_func``) runs once on a copy of the inputs: the reference;
@@ -45,6 +46,7 @@ interrupted run keeps its results; ``--update`` reruns some kernels into an exis
 bench.json). Exit status 1 when a check failed.
 """
 import argparse
+import ast
 import contextlib
 import gc
 import inspect
@@ -236,7 +238,7 @@ class Suite:
 
 # ------------------------------------------------------------------------ warm compile
 
-def warm_worker(names, sizes_name, threads):
+def warm_worker(names, sizes_name, threads, engine):
     """In a fresh process (cache already filled): first calls minus steady calls. Before
     each kernel, the objects of the ones before it are collected and frozen out of the
     garbage collector's view: with 72 kernels loaded, a full collection took 50-80 ms
@@ -247,6 +249,7 @@ def warm_worker(names, sizes_name, threads):
     from adjoint.corpus.sizes import BENCHES
     if hasattr(adjoint.options, "threads"):
         adjoint.configure(threads=threads)
+    adjoint.configure(**engine)
     warmup(adjoint)
     for name in names:
         gc.collect()
@@ -270,10 +273,11 @@ def warm_worker(names, sizes_name, threads):
 WARM_WORKERS = 2
 
 
-def warm_compile(names, sizes_name, cache, threads):
+def warm_compile(names, sizes_name, cache, threads, engine):
     """Per kernel, the warm times of the better of WARM_WORKERS fresh processes (both
     totals kept as ``compile_warm_runs``)."""
-    runs = [_warm_worker_run(names, sizes_name, cache, threads) for _ in range(WARM_WORKERS)]
+    runs = [_warm_worker_run(names, sizes_name, cache, threads, engine)
+            for _ in range(WARM_WORKERS)]
     found = {}
     for name in names:
         done = [r[name] for r in runs if name in r and "compile_warm_fwd" in r[name]]
@@ -285,10 +289,11 @@ def warm_compile(names, sizes_name, cache, threads):
     return found
 
 
-def _warm_worker_run(names, sizes_name, cache, threads):
+def _warm_worker_run(names, sizes_name, cache, threads, engine):
     env = dict(os.environ, SIMCORE_CACHE_DIR=cache)
+    settings = [a for k, v in engine.items() for a in ("--engine", f"{k}={v!r}")]
     proc = subprocess.run([sys.executable, __file__, "--warm-worker", "--sizes", sizes_name,
-                           "--threads", str(threads),
+                           "--threads", str(threads), *settings,
                            "--kernels", ",".join(names)], env=env, capture_output=True,
                           text=True)
     found = {}
@@ -330,12 +335,30 @@ def parse():
                     help="engine OpenMP threads (default 1; 0: all cores); with 1 the whole "
                          "process is pinned to one core, so the engine, NumPy and JAX each "
                          "compute on that one core")
+    ap.add_argument("--engine", action="append", default=[], metavar="KEY=VALUE",
+                    help="an engine option for every kernel, a Python literal, repeatable: "
+                         "--engine reassociate=True --engine vector_math=True gives the "
+                         "engine the freedom XLA takes (sums in any order, vectorised exp "
+                         "and tanh); recorded under engine_options")
     ap.add_argument("--out", default=str(RESULTS), help="results folder")
     ap.add_argument("--update", action="store_true",
                     help="replace only these kernels' records in an existing bench.json "
                          "(same sizes), keep the others, rewrite bench.md")
     ap.add_argument("--warm-worker", action="store_true", help=argparse.SUPPRESS)
-    return ap.parse_args()
+    opts = ap.parse_args()
+    opts.engine = dict(_setting(a) for a in opts.engine)
+    return opts
+
+
+def _setting(arg):
+    """'reassociate=True' -> ('reassociate', True)."""
+    key, sep, value = arg.partition("=")
+    if not sep:
+        sys.exit(f"--engine {arg!r}: expected KEY=VALUE")
+    try:
+        return key.strip(), ast.literal_eval(value.strip())
+    except (ValueError, SyntaxError):
+        sys.exit(f"--engine {arg!r}: the value is not a Python literal")
 
 
 def main():
@@ -345,7 +368,7 @@ def main():
     sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
     sizes = opts.sizes.split(",")
     if opts.warm_worker:
-        warm_worker(opts.kernels.split(","), sizes[0], opts.threads)
+        warm_worker(opts.kernels.split(","), sizes[0], opts.threads, opts.engine)
         return 0
     cache = tempfile.mkdtemp(prefix="bench_cache_")
     os.environ["SIMCORE_CACHE_DIR"] = cache
@@ -353,6 +376,7 @@ def main():
     adjoint.configure(cache_dir=cache)
     if hasattr(adjoint.options, "threads"):
         adjoint.configure(threads=opts.threads)
+    adjoint.configure(**opts.engine)
     if opts.threads == 1:
         os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + XLA_ONE_THREAD).strip()
     from adjoint.corpus.sizes import BENCHES, TABLE
@@ -369,7 +393,7 @@ def main():
     info = machine(jax and jax.jax, adjoint.options)
     info.update(repeats=opts.repeats, budget_s=opts.budget, jax_budget_s=opts.jax_budget,
                 clock=opts.clock, jax_skipped=why, sizes=sizes,
-                python_recursion_limit=sys.getrecursionlimit())
+                python_recursion_limit=sys.getrecursionlimit(), engine_options=opts.engine)
     warmup(adjoint)
     suite = Suite(opts, adjoint, jax)
     out = pathlib.Path(opts.out)
@@ -389,7 +413,7 @@ def main():
         records.append(rec)
         print(bench_report.one_line(rec, opts.clock), flush=True)
         save(partial, info, records)
-    warm = warm_compile(names, sizes[0], cache, opts.threads)
+    warm = warm_compile(names, sizes[0], cache, opts.threads, opts.engine)
     shutil.rmtree(cache, ignore_errors=True)
     for rec in records:
         rec.update(warm.get(rec["name"], {"warm_error": "no result from the worker"}))
