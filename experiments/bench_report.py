@@ -237,7 +237,7 @@ def markdown(info, records, sizes):
     lines += [f"- {k}: {v}" for k, v in info.items() if k != "no_jax_port"]
     lines += ["", "## How to read", "",
               f"Times in milliseconds, **{'best wall time' if clock == 'wall' else 'median CPU time'}** "
-              "of up to `repeats` calls (fewer once the calls took `budget_s`, up to 4x more "
+              "of up to `repeats` calls (fewer once the calls took `budget_s`, up to 40x more "
               "for fast calls; the Python originals at M often run once). The columns marked "
               f"({'cpu' if clock == 'wall' else 'wall'}) use the other clock: "
               "CPU time is this process's, all threads (median of the calls), which does not "
