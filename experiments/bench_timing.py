@@ -60,13 +60,16 @@ def timed(fn, *args):
     return out, time.perf_counter() - t0, time.process_time() - c0
 
 
+FAST_CALLS = 40     # bench_report.py's "How to read" says so
+
+
 def best_of(fn, make_args, repeats, budget=3.0, first=None):
     """{"wall", "cpu", "cpu_min", "calls"}: the best wall time, the median and least CPU
     time (this process, all threads) of ``fn(*make_args())`` over up to ``repeats`` calls,
-    fresh arguments
-    made outside the timed region; stops early once the calls took ``budget`` seconds
-    (one call at least); calls that are fast get up to 40 x ``repeats`` (within 0.25 s:
-    at S, where calls take 50-300 us, best of 20 moved kernel ratios by +-50 % run to run). ``first``: (wall, cpu) already measured for one such call.
+    fresh arguments made outside the timed region; stops early once the calls took
+    ``budget`` seconds (one call at least); fast calls get up to FAST_CALLS x ``repeats``
+    within 0.25 s (at S, where calls take 50-300 us, best of 20 moved kernel ratios by
+    +-50 % run to run). ``first``: (wall, cpu) already measured for one such call.
 
     On a shared machine a call is preempted whenever other jobs run: wall time then
     counts their time too, CPU time does not. But JAX computes on a runtime thread whose
@@ -87,7 +90,7 @@ def best_of_each(fns, make_args, repeats, budget=3.0, firsts=None):
             return True
         if n < repeats:                  # up to `repeats`, within the budget
             return spent < budget
-        return n < 40 * repeats and spent < 0.25  # fast calls: more samples, cheaply
+        return n < FAST_CALLS * repeats and spent < 0.25  # fast calls: more, cheaply
     while True:
         due = [k for k, (walls, _) in enumerate(samples) if more(walls)]
         if not due:
