@@ -9,10 +9,32 @@ from ..errors import AdjointError
 @functools.lru_cache(maxsize=None)
 def partial(expr, connector):
     """d expr / d connector, refusing results sympy could not differentiate."""
-    d = sp.diff(expr, connector)
+    d = _power_rule_diff(expr, connector)
     if d.has(sp.Derivative, sp.Subs):
         raise AdjointError(f"no derivative rule for {expr}: sympy left {d}")
     return _zero_where_a_factor_is(_one_division_per_denominator(d))
+
+
+class _Power(sp.Function):
+    """``b**n`` for a constant ``n``, differentiated by the power rule (see below)."""
+
+    def fdiff(self, argindex=1):
+        base, n = self.args
+        return n * _Power(base, n - 1)
+
+
+def _power_rule_diff(expr, x):
+    """``sp.diff``, with ``n*b**(n-1)*b'`` for a constant power of a compound base.
+    sympy differentiates ``b**n`` as ``b**n * n/b * b'``, which only simplifies where
+    the powers of ``b`` combine: for ``np.where(m, x, 0)**2`` (a Piecewise, into which
+    sympy pushes the powers) it is ``0 * inf`` (nan) where x is 0 and ``zoo`` where m is
+    false."""
+    def compound_power(e):
+        return isinstance(e, sp.Pow) and e.exp.is_number and not e.base.is_Symbol
+    if not expr.has(sp.Pow):
+        return sp.diff(expr, x)
+    d = sp.diff(expr.replace(compound_power, lambda e: _Power(e.base, e.exp)), x)
+    return d.replace(lambda e: isinstance(e, _Power), lambda e: sp.Pow(*e.args))
 
 
 def _zero_where_a_factor_is(d):

@@ -60,3 +60,25 @@ def test_a_step_factor_that_is_zero_zeroes_an_infinite_partial_in_one_expression
     g = pullback({"return": 1.0})["x"]
     np.testing.assert_allclose(g, [0.0, 1.5 * np.sqrt(0.5), 1.5 * np.sqrt(2.0), 0.0], rtol=1e-14)
     assert jvp(k, (x,), {"x": np.ones(4)})[1]["return"] == pytest.approx(np.sum(g), rel=1e-14)
+
+
+def selected_powers(x, m):
+    a = np.where(m, x, 0.0) ** 2          # zero where m is false
+    b = np.where(m, x, 1.0) ** 3          # x is 0 where m is true
+    return np.sum(a + b) + np.sum(np.triu(np.outer(x, x), 1) ** 2)
+
+
+def test_a_power_of_a_selection_has_the_power_rules_derivative():
+    """d/dx where(m, x, c)**n is n*x**(n-1) where m holds, 0 elsewhere: sympy's rule
+    for compound bases, b**n * n/b * b', was nan at x = 0 (0 * inf) and a ``zoo`` the
+    C printer refused where m is false (np.triu(A, 1)**2)."""
+    x = np.array([0.0, 1.5, -2.0, 0.0, 0.5])
+    m = np.array([True, True, False, False, True])
+    others = np.sum(x * x) - x * x        # d/dx_k of sum over i < j of (x_i x_j)**2
+    want = np.where(m, 2 * x + 3 * x * x, 0.0) + 2 * x * others
+    k = kernel(selected_powers)
+    _, pullback = vjp(k, x, m)
+    np.testing.assert_allclose(pullback({"return": 1.0})["x"], want, rtol=1e-14)
+    d = np.linspace(-1.0, 1.0, x.size)
+    _, dots = jvp(k, (x, m), {"x": d})
+    assert dots["return"] == pytest.approx(inner(want, d), rel=1e-14)
