@@ -250,6 +250,9 @@ class CPrinter(C99CodePrinter):
             return c_name(e, self.names)
         return f"({self._index_printer.doprint(e)})"
 
+    def _print__FloatClass(self, expr):         # isnan(x), isinf(x), isfinite(x)
+        return f"{type(expr).__name__[3:]}({self._print(expr.args[0])})"
+
     def _print_Heaviside(self, expr):
         return f"sc_heaviside({self._print(expr.args[0])})"
 
@@ -306,7 +309,7 @@ HELPERS = {fp.py_max: "sc_pymax", fp.py_min: "sc_pymin", fp.np_maximum: "sc_max"
            fp.np_minimum: "sc_min", fp.np_fmax: "sc_fmax", fp.np_fmin: "sc_fmin",
            fp.np_power: "sc_nppow", fp.py_floordiv: "sc_pyfloordiv", fp.py_mod: "sc_pymod",
            fp.np_sign: "sc_npsign", fp.np_fmod: "fmod", fp.np_hypot: "hypot",
-           fp.np_floor: "floor", fp.np_ceil: "ceil", fp.np_trunc: "trunc", fp.np_rint: "rint"}
+           fp.np_cbrt: "cbrt", fp.np_floor: "floor", fp.np_ceil: "ceil", fp.np_trunc: "trunc", fp.np_rint: "rint"}
 
 
 def _negated(term):

@@ -14,7 +14,7 @@ import sympy as sp
 
 from .array_matmul import covariance
 from .array_reductions import mean, reduction, variance
-from .array_shapes import (ArrayExpr, constant, flip, fmt_shape, number, remap,
+from .array_shapes import (ArrayExpr, broadcast_to, constant, flip, fmt_shape, number, remap,
                            reshape, same_size, subscript, transpose, truth, volume,
                            without_view)
 from .array_stores import store, temporary
@@ -54,7 +54,8 @@ UFUNCS = {"add": (fp.add, number, False), "subtract": (fp.sub, number, False),
           "greater": (fp.relation(sp.Gt), number, True),
           "greater_equal": (fp.relation(sp.Ge), number, True),
           "equal": (fp.relation(sp.Eq), number, True),
-          "not_equal": (fp.relation(sp.Ne), number, True)}
+          "not_equal": (fp.relation(sp.Ne), number, True),
+          "heaviside": (fp.heaviside, number, False)}
 UFUNCS.update({name: (fp.ARRAY_POWER if name in ("power", "pow") else fn, number, False)
                for name, fn in BINARY.items()})
 # The ufuncs of Python's // and %, on arrays as the operators are (arrays.py)
@@ -216,6 +217,10 @@ def _numpy(b, node, name):
     if name in NUMPY:
         handler, names, keywords = NUMPY[name]
         return handler(b, node, bind(b, node, node.args, names, keywords))
+    if name in fp.FLOAT_CLASSES:                    # np.isnan(x): a mask
+        args = bind(b, node, node.args, ("x",))
+        return b.combine(node, fp.FLOAT_CLASSES[name], [_required(b, node, args, "x")],
+                         number, True)
     fn = UNARY.get(name) or EXTRA_UNARY.get(name)
     if fn is not None:
         args = bind(b, node, node.args, ("x",))
@@ -602,6 +607,54 @@ def _diagonal(b, node, args):
     if b.expr(a).rank != 2:
         raise b.src.error(node, f"`{ast.unparse(node)}` takes a 2-D array here")
     return _diag(b, node, {"v": a, **({"k": args["offset"]} if "offset" in args else {})})
+
+
+def _trace(b, node, args):
+    """``np.trace(a, offset)``, ``a.trace()``: the sum of a matrix's diagonal."""
+    return reduction(b, node, "sum", _diagonal(b, node, args), (0,), False)
+
+
+def _broadcast_to(b, node, args):
+    """``np.broadcast_to(array, shape)``: a read-only view NumPy's rules allow."""
+    a = b.expr(_required(b, node, args, "array"))
+    shape = _shape(b, _required(b, node, args, "shape"))
+    if tuple(b.broadcast_shape(node, [a.shape, shape])) != tuple(shape):
+        raise b.src.error(node, f"`{ast.unparse(node)}`: an array of shape "
+                                f"{fmt_shape(a.shape)} does not broadcast to {fmt_shape(shape)}")
+    return broadcast_to(a, shape)
+
+
+def _isclose(b, node, args):
+    """``np.isclose(a, b, rtol, atol, equal_nan)`` as NumPy computes it: ``|a - b| <= atol
+    + rtol*|b|`` where ``b`` is finite, ``a == b`` (equal infinities), both nan with
+    ``equal_nan``."""
+    tolerances = [args.get(k, ast.Constant(v)) for k, v in (("rtol", 1e-05), ("atol", 1e-08))]
+    equal_nan = _flag(b, args, "equal_nan")
+
+    def close(x, y, rtol, atol):
+        near = fp.logical(sp.And)(fp.relation(sp.Le)(
+            UNARY["abs"](fp.sub(x, y)), fp.add(atol, fp.mul(rtol, UNARY["abs"](y)))),
+            fp.np_isfinite(y))
+        out = fp.logical(sp.Or)(near, fp.relation(sp.Eq)(x, y))
+        both_nan = fp.logical(sp.And)(fp.np_isnan(x), fp.np_isnan(y))
+        return fp.logical(sp.Or)(out, both_nan) if equal_nan else out
+    return b.combine(node, close, [_required(b, node, args, "a"),
+                                   _required(b, node, args, "b")] + tolerances, number, True)
+
+
+def _allclose(b, node, args):
+    close = _isclose(b, node, args)
+    bits = ArrayExpr(close.shape, lambda index: number(close.at(index)))
+    out = reduction(b, node, "min", bits, tuple(range(close.rank)), False)
+    return ArrayExpr((), lambda index: truth(out.at(())), True)
+
+
+def _count_nonzero(b, node, args):
+    """``np.count_nonzero(a, axis)``: a sum of the truth values."""
+    a = b.expr(_required(b, node, args, "a"))
+    bits = ArrayExpr(a.shape, lambda index: number(truth(a.at(index))))
+    axes = _axes(b, args.get("axis"), a.rank)
+    return reduction(b, node, "sum", bits, axes, _flag(b, args, "keepdims"))
 
 
 def _transpose(b, node, args):
@@ -1055,6 +1108,13 @@ def _vstack(b, node, args):
     return _converted(_joined(b, node, parts, 0), _check_dtype(b, args, None))
 
 
+def _column_stack(b, node, args):
+    """``np.column_stack``: vectors as columns, matrices as they are, side by side."""
+    parts = [p if p.rank >= 2 else _new_axis(p, 1) for p in
+             _parts(b, node, _required(b, node, args, "tup"))]
+    return _joined(b, node, parts, 1)
+
+
 def _at_least(b, node, p, rank):
     """``np.atleast_1d/2d/3d``: axes of length 1 where NumPy puts them, in front up to 2-D
     (a vector becomes a row), then last (``(n,)`` in 3-D: ``(1, n, 1)``)."""
@@ -1274,6 +1334,12 @@ NUMPY = {
     "stack": (_stack, ("arrays", "axis"), ("dtype",)),
     "hstack": (_hstack, ("tup",), ("dtype",)),
     "vstack": (_vstack, ("tup",), ("dtype",)),
+    "column_stack": (_column_stack, ("tup",), ()),
+    "broadcast_to": (_broadcast_to, ("array", "shape"), ()),
+    "trace": (_trace, ("a", "offset"), ()),
+    "isclose": (_isclose, ("a", "b", "rtol", "atol", "equal_nan"), ()),
+    "allclose": (_allclose, ("a", "b", "rtol", "atol", "equal_nan"), ()),
+    "count_nonzero": (_count_nonzero, ("a", "axis"), ("keepdims",)),
     "roll": (_roll, ("a", "shift", "axis"), ()),
     "diff": (_diff, ("a", "n", "axis"), ()),
     "triu": (_triangle(False), ("m", "k"), ()),
@@ -1323,6 +1389,7 @@ METHODS.update({
     "copy": (_copy, ("a",), ()),
     "astype": (_copy, ("a", "dtype"), ("copy",)),      # copy=False: a copy is fine too
     "diagonal": (_diagonal, ("a", "offset"), ()),
+    "trace": (_trace, ("a", "offset"), ()),
     "squeeze": (_squeeze, ("a", "axis"), ()),
     "conj": (_part("conj", "a"), ("a",), ()),
     "conjugate": (_part("conj", "a"), ("a",), ()),

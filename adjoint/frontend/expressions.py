@@ -503,6 +503,8 @@ class ExpressionBuilder:
             return self.index(node, f"`{ast.unparse(node)}`")
         if name in UNARY and len(args) == 1:
             return UNARY[name](self._value(args[0], elementwise))
+        if name in fp.FLOAT_CLASSES and len(args) == 1:          # math.isnan(v)
+            return fp.FLOAT_CLASSES[name](self._value(args[0], elementwise))
         if name in BINARY and len(args) == 2:
             return BINARY[name](*(self._value(a, elementwise) for a in args))
         raise self.src.error(node, f"call `{ast.unparse(node)}` is not supported: kernels can "

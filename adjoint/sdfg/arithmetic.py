@@ -26,6 +26,7 @@ and ``1 / x``.
 """
 import contextlib
 import contextvars
+import math
 
 import sympy as sp
 from sympy.codegen.cfunctions import expm1, log1p, log2, log10
@@ -312,6 +313,20 @@ class np_hypot(sp.Function):
                       self.args[argindex - 1] / self)
 
 
+class np_cbrt(sp.Function):
+    """C's ``cbrt`` (``np.cbrt``): the real cube root, negative for negative numbers (a
+    power of 1/3 is nan there)."""
+    def fdiff(self, argindex=1):
+        return sp.Integer(1) / (3 * self ** 2)
+
+
+def heaviside(x, h):
+    """``np.heaviside(x, h)``: 0 below zero, ``h`` at zero, 1 above, nan for nan."""
+    return select(sp.Integer(0), relation(sp.Lt)(x, sp.Integer(0)), select(
+        h, relation(sp.Eq)(x, sp.Integer(0)), select(sp.Integer(1),
+                                                     relation(sp.Gt)(x, sp.Integer(0)), x)))
+
+
 class as_float32(sp.Function):
     """The value rounded to float32: NumPy's float32 result of the operation inside, or a
     conversion (``x.astype(np.float32)``, ``np.float32(v)``). The operation is computed in
@@ -416,6 +431,36 @@ class truncated(IntCast):
     dtype = "int64"
 
 
+class _FloatClass(sp.logic.boolalg.BooleanFunction):
+    """NumPy's ``isnan`` / ``isinf`` / ``isfinite`` of one value, printed as C's macro of
+    the same name: decided here on numbers and integers only (sympy takes real symbols
+    to be finite, so no relation can stand for these)."""
+    nargs = 1
+
+    @classmethod
+    def eval(cls, x):
+        if x.is_integer:
+            return sp.sympify(cls.of_integer)
+        if x.is_Number or x in (sp.oo, -sp.oo, sp.nan):
+            return sp.sympify(bool(cls.test(float(x))))
+        return None
+
+
+class np_isnan(_FloatClass):
+    of_integer, test = False, staticmethod(math.isnan)
+
+
+class np_isinf(_FloatClass):
+    of_integer, test = False, staticmethod(math.isinf)
+
+
+class np_isfinite(_FloatClass):
+    of_integer, test = True, staticmethod(math.isfinite)
+
+
+FLOAT_CLASSES = {"isnan": np_isnan, "isinf": np_isinf, "isfinite": np_isfinite}
+
+
 def _as_written(function):
     return lambda *args: function(*args, evaluate=False)
 
@@ -438,7 +483,7 @@ UNARY = {name: _as_written(f) for name, f in {
     "abs": sp.Abs, "absolute": sp.Abs, "log10": log10, "log2": log2, "expm1": expm1,
     "log1p": log1p, "sign": np_sign, "real": sp.re, "imag": sp.im, "conj": sp.conjugate,
     "conjugate": sp.conjugate, "angle": sp.arg, "floor": np_floor, "ceil": np_ceil,
-    "trunc": np_trunc, "rint": np_rint}.items()}
+    "trunc": np_trunc, "rint": np_rint, "cbrt": np_cbrt}.items()}
 UNARY["sqrt"] = sqrt
 BINARY = {name: _as_written(f) for name, f in {
     "maximum": np_maximum, "minimum": np_minimum, "fmax": np_fmax, "fmin": np_fmin,

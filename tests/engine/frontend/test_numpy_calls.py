@@ -1,6 +1,6 @@
 """NumPy functions and small constructs real code uses (issue 20): logical ufuncs, sign,
-fmod, hypot, roll, cumsum, diff, joins, triangles, ranges, ufunc.outer, np.ndarray and
-keyword arguments, slice bounds that may be None, index arrays of every integer dtype,
+fmod, hypot, isnan/isfinite/isclose, roll, cumsum, diff, joins, triangles, ranges,
+ufunc.outer, np.ndarray and keyword arguments, slice bounds that may be None, index arrays of every integer dtype,
 boolean mask arguments, default argument values and module-level constants.
 
 Every kernel here is written for these tests. Forward results are compared with the
@@ -9,6 +9,8 @@ docs/kernel-language.md says so: everything here but sums), gradients and tangen
 central differences of the Python function, a few kernels again through the CUDA code
 run on the CPU (``cuda_emulation``), and what stays unsupported raises a located error.
 """
+import math
+
 import numpy as np
 import pytest
 
@@ -154,6 +156,18 @@ def relax(u, omega=0.5, sweeps=SWEEPS, periodic=True):
 
 relax_kernel = kernel(relax)
 
+
+def comparisons(x, y, A):
+    close = np.isclose(x, y, atol=0.05)
+    jump = np.where(close, 0.0, np.heaviside(x - y, 0.5) * (x - y) ** 2)
+    return np.sum(jump) + np.allclose(x, x) + np.count_nonzero(A > 0.0, axis=0)[0] * 1.0
+
+
+def matrix_shapes(a, b, A):
+    M = np.column_stack((a, b))
+    rows = np.broadcast_to(a, (3, a.shape[0])) * np.arange(3.0)[:, None]
+    return np.sum(M @ M.T) + np.trace(A) + A.trace(1) + np.sum(rows) + np.sum(np.cbrt(A) * A)
+
 CASES = [
     (periodic_diffusion, lambda rng: (rng.standard_normal((5, 4)), 0.1, 3)),
     (shifted, lambda rng: (rng.standard_normal((4, 5)), rng.standard_normal(5), -2)),
@@ -172,11 +186,17 @@ CASES = [
     (masked, lambda rng: (rng.standard_normal(6), rng.standard_normal(6), rng.random(6) > 0.5)),
     (relax_kernel, lambda rng: (rng.standard_normal(7),)),
     (relax_kernel, lambda rng: (rng.standard_normal(7), 0.7, 3, False)),
+    (kernel(comparisons), lambda rng: (np.arange(6.0), np.arange(6.0) + [0.01, 0.3, -0.02, -0.4,
+                                                                       0.2, 0.0],
+                                       rng.standard_normal((4, 3)))),
+    (kernel(matrix_shapes), lambda rng: (rng.standard_normal(4), rng.standard_normal(4),
+                                         rng.standard_normal((4, 4)) + 0.1)),
 ]
 IDS = ["roll_stencil", "roll_shifts", "scans", "diff", "triangles", "joins", "ranges",
        "outer", "ndarray_keywords", "slice_none", "repeat", "bool_mask_argument",
-       "defaults", "defaults_given"]
-SUMS = {"ranges", "ndarray_keywords", "slice_none", "roll_shifts"}   # within rounding
+       "defaults", "defaults_given", "isclose_heaviside_count", "column_stack_trace_cbrt"]
+SUMS = {"ranges", "ndarray_keywords", "slice_none", "roll_shifts",     # within rounding
+        "isclose_heaviside_count", "column_stack_trace_cbrt"}
 
 
 def _outputs(k, args):
@@ -279,6 +299,49 @@ def test_emulated_cuda_matches_python(case, monkeypatch):
            np.ones(np.shape(v)) for n, v in outs.items()}
     for n, g in pullback(cot).items():
         np.testing.assert_allclose(g, cpu_pullback(cot)[n], rtol=1e-12, atol=1e-12)
+
+
+@kernel
+def misfit_with_gaps(obs: float64[N], model: float64[N]):
+    """Observations with gaps (nan) and saturated ones (inf), masked as assimilation code
+    masks them: by array and by element."""
+    valid = np.isfinite(obs)
+    d = np.where(valid, obs - model, 0.0)
+    s = 0.0
+    for i in range(N):
+        if math.isnan(obs[i]) or np.isinf(obs[i]):
+            continue
+        s += (obs[i] - model[i]) ** 2
+    return np.sum(d * d) + s + np.count_nonzero(valid) + np.sum(np.isnan(obs))
+
+
+def test_isnan_isinf_isfinite_mask_gaps_in_both_backends(monkeypatch):
+    """d/dmodel is -4 (obs - model) where obs is finite, 0 at its gaps (by hand)."""
+    obs = np.array([1.0, np.nan, 2.5, np.inf, -0.5, -np.inf, 0.0])
+    model = np.linspace(0.1, 0.7, obs.size)
+    want = misfit_with_gaps.py_func(obs, model)
+    assert misfit_with_gaps(obs, model) == pytest.approx(want, rel=1e-15)
+    gap = ~np.isfinite(obs)
+    _, pullback = vjp(misfit_with_gaps, obs, model)
+    np.testing.assert_array_equal(pullback({"return": 1.0})["model"],
+                                  np.where(gap, 0.0, -4.0 * (obs - model)))
+    monkeypatch.setattr(options, "device", "cuda")
+    monkeypatch.setattr(options, "cuda_emulation", True)
+    assert misfit_with_gaps(obs, model) == pytest.approx(want, rel=1e-15)
+
+
+def test_isclose_is_numpys_at_special_values():
+    """Infinities equal only to themselves, nan to nothing unless ``equal_nan``."""
+    grid = np.array(SPECIAL)
+    x, y = (np.ascontiguousarray(a.ravel()) for a in np.meshgrid(grid, grid))
+
+    def closeness(x, y, out):
+        out[0] = np.isclose(x, y)
+        out[1] = np.isclose(x, y, 1e-3, 1e-300, True)
+    got, want = np.zeros((2, x.size), bool), np.zeros((2, x.size), bool)
+    kernel(closeness)(x, y, got)
+    quiet(closeness, x, y, want)
+    np.testing.assert_array_equal(got, want)
 
 
 # ---- arguments: integer dtypes, defaults, keywords --------------------------------------------
