@@ -79,9 +79,12 @@ def _array(sdfg, p, v, env, source, written, writes):
     if v.ndim != len(p.shape):
         raise ArgumentError(f"argument {p.name!r} has {v.ndim} dimensions, the kernel expects "
                             f"{len(p.shape)}")
+    if not v.flags.c_contiguous and not writes:     # A.T, A[:, 0], a Fortran array: read
+        v = np.ascontiguousarray(v)                 # from a copy (no later call reuses it)
     if not v.flags.c_contiguous:
-        raise ArgumentError(f"argument {p.name!r} is not C-contiguous; pass "
-                            f"np.ascontiguousarray({p.name})")
+        raise ArgumentError(f"argument {p.name!r} is not C-contiguous, and "
+                            f"{sdfg.name}() writes it; pass np.ascontiguousarray({p.name}) "
+                            "and copy the result back")
     if written and not v.flags.writeable:
         refuse_read_only(sdfg, p.name)
     for size, actual in zip(p.shape, v.shape):

@@ -238,15 +238,20 @@ def test_wrong_fixed_size():
     _raises_naming(call(w=np.ones(4)), "w")
 
 
-def test_non_contiguous_2d():
-    A = np.ones((6, 12))[:, ::2]
-    assert A.shape == (6, 6) and not A.flags.c_contiguous
-    _raises_naming(call(A=A), "A")
+def test_non_contiguous_arrays_it_only_reads_are_read_from_a_copy():
+    """A.T, A[:, ::2], Fortran order: as their contiguous copies, the views untouched."""
+    A = np.linspace(0.0, 1.0, 72).reshape(6, 12)[:, ::2]
+    x = np.linspace(-1.0, 1.0, 12)[::2]
+    assert A.shape == (6, 6) and not A.flags.c_contiguous and not x.flags.c_contiguous
+    given, copies = call(A=A, x=x), call(A=np.ascontiguousarray(A), x=np.ascontiguousarray(x))
+    assert mixed(*given) == mixed(*copies)
+    np.testing.assert_array_equal(given[1], copies[1])
+    assert mixed(*call(A=np.asfortranarray(copies[2]))) == mixed(*call(A=copies[2]))
 
 
-def test_non_contiguous_1d():
-    x = np.ones(12)[::2]
-    _raises_naming(call(x=x), "x")
+def test_non_contiguous_array_it_writes():
+    y = np.ones(12)[::2]
+    _raises_naming(call(y=y), "y")
 
 
 def test_too_few_arguments():

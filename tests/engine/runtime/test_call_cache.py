@@ -128,7 +128,13 @@ def test_other_dtypes_and_strides_get_the_full_checks():
         axpy(_x(), _x().astype(np.float32), 0.5)
     strided = np.zeros(16)[::2]                 # shape (8,) as cached, other strides
     with pytest.raises(ArgumentError, match="C-contiguous"):
-        axpy(_x(), strided, 0.5)
+        axpy(_x(), strided, 0.5)                # written: refused
+    read = np.linspace(0.0, 1.0, 16)[::2]       # read from a copy, at every call
+    for k in range(3):
+        B, want_B = _x(), _x()
+        assert axpy(read, B, 0.5 + k) == axpy(np.ascontiguousarray(read), want_B, 0.5 + k)
+        np.testing.assert_array_equal(B, want_B)
+        read[:] = read * 2.0
     with pytest.raises(ArgumentError, match="must be a NumPy array"):
         axpy(list(_x()), _x(), 0.5)
 
