@@ -96,6 +96,9 @@ def call(b, node):
     name = b.ex._builtin_name(func)
     if name == "abs" and len(node.args) == 1 and not node.keywords:
         return b.combine(node, UNARY["abs"], node.args)
+    if name == "sum" and len(node.args) == 1 and not node.keywords and \
+            b.expr(node.args[0]).rank:          # Python's sum of an array's rows, in order
+        return reduction(b, node, "pysum", b.expr(node.args[0]), (0,), False)
     if name in SCALAR_BUILTINS:
         return _scalar_only(b, node, f"{name}()", SCALAR_BUILTINS[name])
     return None
@@ -212,7 +215,7 @@ def _a_tuple(b, node):
 
 
 def _numpy(b, node, name):
-    if name in NUMPY_TUPLES:
+    if name in NUMPY_TUPLES and name not in NUMPY:    # np.gradient: an array, or a tuple
         raise _a_tuple(b, node)
     if name in NUMPY:
         handler, names, keywords = NUMPY[name]
@@ -609,6 +612,254 @@ def _diagonal(b, node, args):
     return _diag(b, node, {"v": a, **({"k": args["offset"]} if "offset" in args else {})})
 
 
+def _expand_dims(b, node, args):
+    """``np.expand_dims(a, axis)``: a view with axes of length 1 at ``axis`` (an int or a
+    tuple, positions in the result)."""
+    a = b.expr(_required(b, node, args, "a"))
+    items = _items(_required(b, node, args, "axis"))
+    rank = a.rank + len(items)
+    axes = sorted(_constant_int(b, n) % rank for n in items)
+    for axis in axes:
+        a = _new_axis(a, axis)
+    return a
+
+
+def _swapaxes(b, node, args):
+    a = b.expr(_required(b, node, args, "a"))
+    perm = list(range(a.rank))
+    i, j = (_constant_int(b, _required(b, node, args, k)) % max(a.rank, 1)
+            for k in ("axis1", "axis2"))
+    perm[i], perm[j] = perm[j], perm[i]
+    return transpose(a, perm)
+
+
+def _moveaxis(b, node, args):
+    """``np.moveaxis(a, source, destination)`` (ints or tuples): a transposed view."""
+    a = b.expr(_required(b, node, args, "a"))
+    source, destination = ([_constant_int(b, n) % max(a.rank, 1) for n in _items(
+        _required(b, node, args, k))] for k in ("source", "destination"))
+    if len(source) != len(destination):
+        raise b.src.error(node, f"`{ast.unparse(node)}`: as many destinations as sources")
+    perm = [k for k in range(a.rank) if k not in source]
+    for dst, src in sorted(zip(destination, source)):
+        perm.insert(dst, src)
+    return transpose(a, perm)
+
+
+def _trapezoid(b, node, args):
+    """``np.trapezoid(y, x=None, dx=1.0, axis=-1)`` (and ``np.trapz``) as NumPy computes
+    it: ``sum(d * (y[1:] + y[:-1]) / 2.0)`` along the axis, ``d = diff(x)`` or ``dx``."""
+    y = b.expr(_required(b, node, args, "y"))
+    axis = _one_axis(b, args.get("axis", ast.Constant(-1)), y.rank, node)
+    n = y.shape[axis] - 1
+    upper, lower = (_along(y, axis, ("slice", sp.Integer(start), 1, n)) for start in (1, 0))
+    x = args.get("x")
+    if x is not None and not (isinstance(x, ast.Constant) and x.value is None):
+        x = b.expr(x)
+        if x.rank != 1:
+            raise b.src.error(node, f"`{ast.unparse(node)}`: x= must be 1-D here")
+        steps = b.combine(node, fp.sub, [_along(x, 0, ("slice", sp.Integer(start), 1, n))
+                                         for start in (1, 0)])
+        if y.rank > 1:
+            steps = _new_axes_around(steps, axis, y.rank)
+    else:
+        steps = args.get("dx", ast.Constant(1.0))
+    area = b.combine(node, lambda d, hi, lo: fp.div(fp.mul(d, fp.add(hi, lo)), sp.Float(2.0)),
+                     [steps, upper, lower])
+    return reduction(b, node, "sum", area, (axis,), False)
+
+
+def _new_axes_around(v, axis, rank):
+    """A vector ``v`` as an array of ``rank`` dimensions along ``axis`` (1 elsewhere)."""
+    for k in range(rank):
+        if k != axis:
+            v = _new_axis(v, k)
+    return v
+
+
+def _gradient_along(b, node, f, axis, spacing):
+    """One axis of ``np.gradient`` (uniform spacing, edge_order=1) as NumPy computes it:
+    ``(f[i+1] - f[i-1]) / (2.0 * h)`` inside, one-sided ``(f[1] - f[0]) / h`` and
+    ``(f[-1] - f[-2]) / h`` at the ends; the indices clamped so that one formula serves."""
+    n = f.shape[axis]
+    h = b.expr(spacing) if isinstance(spacing, ast.AST) else constant(spacing)
+    if h.rank:
+        raise b.src.error(node, f"`{ast.unparse(node)}`: the spacing must be a number here "
+                                "(coordinates: compute np.diff yourself)")
+
+    def at(q):
+        i = q[axis]
+        hi, lo = (tuple(sp.Min(i + 1, n - 1) if k == axis else j for k, j in enumerate(q)),
+                  tuple(sp.Max(i - 1, 0) if k == axis else j for k, j in enumerate(q)))
+        step = number(h.at(()))
+        inside = sp.And(sp.Gt(i, 0), sp.Lt(i, n - 1))
+        width = fp.select(fp.mul(sp.Float(2.0), step), inside, step)
+        return fp.div(fp.sub(number(f.at(hi)), number(f.at(lo))), width)
+    return ArrayExpr(f.shape, at)
+
+
+def _gradient_parts(b, node, args):
+    """(f, [(axis, spacing)]) of ``np.gradient(f, *varargs, axis=None)``."""
+    f = b.expr(_required(b, node, args, "f"))
+    if "edge_order" in args and _constant_int(b, args["edge_order"]) != 1:
+        raise b.src.error(node, f"`{ast.unparse(node)}`: edge_order=1 only")
+    axis = args.get("axis")
+    axes = list(_axes(b, axis, f.rank)) if axis is not None else list(range(f.rank))
+    if axis is not None and not isinstance(axis, ast.Tuple):
+        axes = [_constant_int(b, axis) % f.rank]
+    spacings = _varargs(args) or [1.0]
+    if len(spacings) == 1:
+        spacings = spacings * len(axes)
+    if len(spacings) != len(axes):
+        raise b.src.error(node, f"`{ast.unparse(node)}`: one spacing, or one per axis")
+    return f, list(zip(axes, spacings))
+
+
+def _gradient(b, node, args):
+    """``np.gradient`` of a vector, or along one ``axis``: one array."""
+    f, parts = _gradient_parts(b, node, args)
+    if len(parts) != 1:
+        raise b.src.error(node, f"`{ast.unparse(node)}` of a {f.rank}-D array is a tuple of "
+                                "arrays: unpack it (`gy, gx = np.gradient(F)`) or give axis=")
+    return _gradient_along(b, node, f, *parts[0])
+
+
+def _gradients(b, node, args):
+    """``gy, gx = np.gradient(F, dy, dx)``: the elements, one per axis."""
+    f, parts = _gradient_parts(b, node, args)
+    return [lambda part=part: _gradient_along(b, node, f, *part) for part in parts]
+
+
+PAD_MODES = ("constant", "edge", "wrap", "reflect", "symmetric")
+
+
+def _pad(b, node, args):
+    """``np.pad(a, pad_width, mode, constant_values=0)`` for the modes of PAD_MODES, as
+    an index map: element ``q`` reads ``a`` at ``q - before`` folded back into the array
+    (clamped, periodic, mirrored about the end elements or between them) or is the
+    constant."""
+    a = b.expr(_required(b, node, args, "array"))
+    mode = args.get("mode", ast.Constant("constant"))
+    mode = mode.value if isinstance(mode, ast.Constant) else None
+    if mode not in PAD_MODES:
+        raise b.src.error(node, f"`{ast.unparse(node)}`: mode= must be one of "
+                                f"{', '.join(PAD_MODES)} (a string constant)")
+    widths = _pad_widths(b, node, _required(b, node, args, "pad_width"), a.rank)
+    shape = tuple(n + lo + hi for n, (lo, hi) in zip(a.shape, widths))
+    fill = b.expr(args.get("constant_values", ast.Constant(0.0)))
+    if fill.rank:
+        raise b.src.error(node, f"`{ast.unparse(node)}`: constant_values= must be a number")
+
+    def folded(i, n):
+        if mode == "edge":
+            return sp.Max(0, sp.Min(i, n - 1))
+        if mode == "wrap":
+            return python_mod(i, n)
+        period = 2 * n - 2 if mode == "reflect" else 2 * n
+        j = python_mod(i, period)
+        back = period - j if mode == "reflect" else period - 1 - j
+        return sp.Piecewise((j, j < n), (back, True))
+
+    def at(q):
+        inner = [i - lo for i, (lo, _) in zip(q, widths)]
+        if mode != "constant":
+            return a.at(tuple(folded(i, n) for i, n in zip(inner, a.shape)))
+        inside = sp.And(*[sp.And(i >= 0, i < n) for i, n in zip(inner, a.shape)])
+        clamped = tuple(sp.Max(0, sp.Min(i, n - 1)) for i, n in zip(inner, a.shape))
+        return fp.select(number(a.at(clamped)), inside, number(fill.at(())))
+    return ArrayExpr(shape, at)
+
+
+def _pad_widths(b, node, width, rank):
+    """``pad_width`` as (before, after) per axis: ``n``, ``(lo, hi)``, ``((lo, hi),)`` or
+    one pair per axis."""
+    def pair(item):
+        items = _items(item)
+        if len(items) not in (1, 2):
+            raise b.src.error(node, f"`{ast.unparse(node)}`: pad widths are (before, after)")
+        values = [b.ex.index(n, "a pad width") for n in items]
+        return (values[0], values[-1])
+    items = _items(width)
+    if isinstance(width, (ast.Tuple, ast.List)) and all(
+            isinstance(n, (ast.Tuple, ast.List)) for n in items):
+        pairs = [pair(n) for n in items]
+        if len(pairs) == 1:
+            pairs = pairs * rank
+        if len(pairs) != rank:
+            raise b.src.error(node, f"`{ast.unparse(node)}`: one (before, after) per axis")
+        return pairs
+    return [pair(width)] * rank
+
+
+def _convolve(b, node, args):
+    """``np.convolve(a, v, mode='full')`` of two vectors: ``sum_j a[k - j] v[j]`` over the
+    second one's elements (the filter), shifted as ``mode`` ('full', 'same', 'valid')
+    says; the sums within rounding (NumPy's run as dot products)."""
+    a, v = (_flat(b, node, b.expr(_required(b, node, args, k))) for k in ("a", "v"))
+    mode = args.get("mode", ast.Constant("full"))
+    mode = mode.value if isinstance(mode, ast.Constant) else None
+    n, m = a.shape[0], v.shape[0]
+    full = n + m - 1
+    length, start = {"full": (full, sp.Integer(0)),
+                     "same": (sp.Max(n, m), floordiv(sp.Min(n, m) - 1, 2)),
+                     "valid": (sp.Max(n, m) - sp.Min(n, m) + 1, sp.Min(n, m) - 1)}.get(
+                         mode, (None, None))
+    if length is None:
+        raise b.src.error(node, f"`{ast.unparse(node)}`: mode= must be 'full', 'same' or "
+                                "'valid'")
+
+    def term(q):
+        k, j = q[0] + start, q[1]
+        inside = sp.And(k - j >= 0, k - j < n)
+        return fp.select(fp.mul(number(a.at((sp.Max(0, sp.Min(k - j, n - 1)),))),
+                                number(v.at((j,)))), inside, sp.Integer(0))
+    return reduction(b, node, "sum", ArrayExpr((length, m), term), (1,), False)
+
+
+def _cross(b, node, args):
+    """``np.cross(a, b)`` of 3-vectors (or 2-vectors: the scalar ``a0*b1 - a1*b0``) along
+    the last axis, broadcast over the others, in NumPy's order of operations."""
+    x, y = (b.expr(_required(b, node, args, k)) for k in ("a", "b"))
+
+    def length(v):          # 2 or 3, as the call's sizes have it
+        for n in (3, 2):
+            if v.rank and (v.shape[-1] == n or not v.shape[-1].is_number and b.ex.at_call(
+                    node, sp.Eq(v.shape[-1], n), lambda ok, n=n, e=v.shape[-1]: (
+                        f"`{ast.unparse(node)}` was compiled for {e} {'==' if ok else '!='} "
+                        f"{n}")) is sp.true):
+                return n
+        return None
+    n = length(x)
+    if n is None or length(y) != n:
+        raise b.src.error(node, f"`{ast.unparse(node)}`: vectors of 2 or 3 elements along "
+                                "the last axis of both")
+    x, y = (_along(v, v.rank - 1, ("slice", sp.Integer(0), 1, sp.Integer(n))) for v in (x, y))
+    shape, (x, y) = b.broadcast(node, [x, y])
+
+    def part(q, i, j):
+        def at(v, k):
+            return number(v.at(tuple(q) + (sp.Integer(k),)))
+        return fp.sub(fp.mul(at(x, i), at(y, j)), fp.mul(at(x, j), at(y, i)))
+    if n == 2:
+        return ArrayExpr(shape[:-1], lambda q: part(q, 0, 1))
+    pairs = ((1, 2), (2, 0), (0, 1))
+    return ArrayExpr(shape, lambda q: fp.select(part(q[:-1], *pairs[0]), sp.Eq(q[-1], 0),
+                                                fp.select(part(q[:-1], *pairs[1]),
+                                                          sp.Eq(q[-1], 1),
+                                                          part(q[:-1], *pairs[2]))))
+
+
+def _kron(b, node, args):
+    """``np.kron(a, b)`` of arrays of one rank: block ``i`` is ``a[i] * b``."""
+    x, y = (b.expr(_required(b, node, args, k)) for k in ("a", "b"))
+    if x.rank != y.rank or not x.rank:
+        raise b.src.error(node, f"`{ast.unparse(node)}`: arrays of the same rank here")
+    shape = tuple(m * n for m, n in zip(x.shape, y.shape))
+    return ArrayExpr(shape, lambda q: fp.mul(
+        number(x.at(tuple(floordiv(i, n) for i, n in zip(q, y.shape)))),
+        number(y.at(tuple(python_mod(i, n) for i, n in zip(q, y.shape))))))
+
+
 def _trace(b, node, args):
     """``np.trace(a, offset)``, ``a.trace()``: the sum of a matrix's diagonal."""
     return reduction(b, node, "sum", _diagonal(b, node, args), (0,), False)
@@ -647,6 +898,42 @@ def _allclose(b, node, args):
     bits = ArrayExpr(close.shape, lambda index: number(close.at(index)))
     out = reduction(b, node, "min", bits, tuple(range(close.rank)), False)
     return ArrayExpr((), lambda index: truth(out.at(())), True)
+
+
+def _nan_reduce(kind):
+    """``np.nansum/nanprod/nanmean`` (nans as the reduction's identity, a mean over the
+    others: NumPy's) and ``np.nanmax/nanmin`` (``np.fmax/fmin`` reduced, nan, the first
+    value, where every value is nan)."""
+    def handler(b, node, args):
+        a = b.expr(_required(b, node, args, "a"))
+        axes, keep = _axes(b, args.get("axis"), a.rank), _flag(b, args, "keepdims")
+        counted = ArrayExpr(a.shape, lambda p: fp.select(
+            sp.Integer(0), fp.np_isnan(number(a.at(p))), sp.Integer(1)))
+        if kind in ("max", "min"):
+            extreme = reduction(b, node, "nan" + kind, a, axes, keep)
+            count = reduction(b, node, "sum", counted, axes, keep)
+
+            def first(q):       # the element at the start of the reduced axes
+                q, index = list(q), []
+                for k in range(a.rank):
+                    index.append(sp.Integer(0) if k in axes else q.pop(0))
+                    if k in axes and keep:
+                        q.pop(0)
+                return a.at(tuple(index))
+            return ArrayExpr(extreme.shape, lambda q: fp.select(
+                number(first(q)), fp.relation(sp.Eq)(count.at(q), sp.Integer(0)),
+                extreme.at(q)))
+
+        def without_nans(other):
+            return ArrayExpr(a.shape, lambda p: fp.select(
+                sp.Integer(other), fp.np_isnan(number(a.at(p))), number(a.at(p))))
+        total = reduction(b, node, "prod" if kind == "prod" else "sum",
+                          without_nans(1 if kind == "prod" else 0), axes, keep)
+        if kind != "mean":
+            return total
+        count = reduction(b, node, "sum", counted, axes, keep)
+        return ArrayExpr(total.shape, lambda q: fp.div(total.at(q), count.at(q)))
+    return handler
 
 
 def _count_nonzero(b, node, args):
@@ -1250,6 +1537,9 @@ def _reduce(kind):
         if masked is not None:                       # np.mean(A[m]), A[m].sum()
             return _masked_reduction(b, node, kind, args, *masked)
         a = b.expr(_required(b, node, args, "a"))
+        dtype = _check_dtype(b, args, None)         # the accumulator's: np.sum(x, dtype=...)
+        if dtype is not None:
+            a = _converted(a, dtype)
         axes = _axes(b, args.get("axis"), a.rank)
         keep = _flag(b, args, "keepdims")
         if kind == "mean":
@@ -1304,7 +1594,7 @@ def _masked_reduction(b, node, kind, args, values, mask):
 
 
 REDUCE_ARGS = ("a", "axis")
-REDUCE_KEYWORDS = ("keepdims", "ddof")
+REDUCE_KEYWORDS = ("keepdims", "ddof", "dtype")
 NUMPY = {
     "zeros": (_filled(0), ("shape", "dtype"), ()),
     "ones": (_filled(1), ("shape", "dtype"), ()),
@@ -1340,6 +1630,21 @@ NUMPY = {
     "isclose": (_isclose, ("a", "b", "rtol", "atol", "equal_nan"), ()),
     "allclose": (_allclose, ("a", "b", "rtol", "atol", "equal_nan"), ()),
     "count_nonzero": (_count_nonzero, ("a", "axis"), ("keepdims",)),
+    "nansum": (_nan_reduce("sum"), REDUCE_ARGS, ("keepdims",)),
+    "nanprod": (_nan_reduce("prod"), REDUCE_ARGS, ("keepdims",)),
+    "nanmean": (_nan_reduce("mean"), REDUCE_ARGS, ("keepdims",)),
+    "nanmax": (_nan_reduce("max"), REDUCE_ARGS, ("keepdims",)),
+    "nanmin": (_nan_reduce("min"), REDUCE_ARGS, ("keepdims",)),
+    "expand_dims": (_expand_dims, ("a", "axis"), ()),
+    "swapaxes": (_swapaxes, ("a", "axis1", "axis2"), ()),
+    "moveaxis": (_moveaxis, ("a", "source", "destination"), ()),
+    "trapezoid": (_trapezoid, ("y", "x", "dx", "axis"), ()),
+    "trapz": (_trapezoid, ("y", "x", "dx", "axis"), ()),
+    "gradient": (_gradient, ("f",) + VARARGS, ("axis", "edge_order")),
+    "pad": (_pad, ("array", "pad_width", "mode"), ("constant_values",)),
+    "cross": (_cross, ("a", "b"), ()),
+    "kron": (_kron, ("a", "b"), ()),
+    "convolve": (_convolve, ("a", "v", "mode"), ()),
     "roll": (_roll, ("a", "shift", "axis"), ()),
     "diff": (_diff, ("a", "n", "axis"), ()),
     "triu": (_triangle(False), ("m", "k"), ()),
@@ -1365,13 +1670,13 @@ NUMPY = {
     "fliplr": (_flip(1), ("m",), ()),
     "reshape": (_reshape, ("a", "newshape"), ("shape",)),
     "ravel": (_ravel, ("a",), ()),
-    "sum": (_reduce("sum"), REDUCE_ARGS, ("keepdims",)),
-    "prod": (_reduce("prod"), REDUCE_ARGS, ("keepdims",)),
+    "sum": (_reduce("sum"), REDUCE_ARGS, ("keepdims", "dtype")),
+    "prod": (_reduce("prod"), REDUCE_ARGS, ("keepdims", "dtype")),
     "max": (_reduce("max"), REDUCE_ARGS, ("keepdims",)),
     "amax": (_reduce("max"), REDUCE_ARGS, ("keepdims",)),
     "min": (_reduce("min"), REDUCE_ARGS, ("keepdims",)),
     "amin": (_reduce("min"), REDUCE_ARGS, ("keepdims",)),
-    "mean": (_reduce("mean"), REDUCE_ARGS, ("keepdims",)),
+    "mean": (_reduce("mean"), REDUCE_ARGS, ("keepdims", "dtype")),
     "any": (_reduce("any"), REDUCE_ARGS, ("keepdims",)),
     "all": (_reduce("all"), REDUCE_ARGS, ("keepdims",)),
     "var": (_reduce("var"), REDUCE_ARGS, REDUCE_KEYWORDS),
@@ -1390,6 +1695,9 @@ METHODS.update({
     "astype": (_copy, ("a", "dtype"), ("copy",)),      # copy=False: a copy is fine too
     "diagonal": (_diagonal, ("a", "offset"), ()),
     "trace": (_trace, ("a", "offset"), ()),
+    "swapaxes": (_swapaxes, ("a", "axis1", "axis2"), ()),
+    "clip": (_clip, ("a", "a_min", "a_max"), ()),
+    "round": (_round, ("a", "decimals"), ()),
     "squeeze": (_squeeze, ("a", "axis"), ()),
     "conj": (_part("conj", "a"), ("a",), ()),
     "conjugate": (_part("conj", "a"), ("a",), ()),

@@ -15,8 +15,11 @@ from ..sdfg.arithmetic import BINARY
 from .array_shapes import ONE, ArrayExpr, broadcast_to, number, volume
 from .array_stores import map_ranges, tasklet_body, temporary
 
-IDENTITY = {"sum": sp.Integer(0), "prod": sp.Integer(1), "max": -sp.oo, "min": sp.oo}
-COMBINE = {"prod": fp.mul, "max": BINARY["maximum"], "min": BINARY["minimum"]}
+IDENTITY = {"sum": sp.Integer(0), "prod": sp.Integer(1), "max": -sp.oo, "min": sp.oo,
+            "nanmax": -sp.oo, "nanmin": sp.oo,       # fmax(x, nan) is x
+            "pysum": sp.Integer(0)}                  # builtin sum(): a loop, in order
+COMBINE = {"prod": fp.mul, "pysum": fp.add, "max": BINARY["maximum"], "min": BINARY["minimum"],
+           "nanmax": BINARY["fmax"], "nanmin": BINARY["fmin"]}
 
 
 def reduction(b, node, kind, arg, axes, keepdims):

@@ -59,6 +59,8 @@ class LoopLowering:
                 it.func.attr == "ndindex" and \
                 ExpressionBuilder(self, self.scope)._module(it.func.value) is np:
             return self._stmt_For(self._ndindex(stmt))
+        if _call_of(self, it, "reversed"):
+            return self._stmt_For(self._reversed(stmt))
         if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name)
                 and it.func.id == "range" and it.func.id not in self.src.globals
                 and not it.keywords and 1 <= len(it.args) <= 3):
@@ -156,6 +158,29 @@ class LoopLowering:
         self.binds.loop_built(body, path)
         self.binds.check_copies(self.src, copies, [body])
         return body
+
+    def _reversed(self, stmt):
+        """``for i in reversed(range(a, b))`` as ``for i in range(b - 1, a - 1, -1)`` (and
+        a step of -1 the other way): the same indices, last first."""
+        it = stmt.iter
+        inner = it.args[0] if len(it.args) == 1 and not it.keywords else None
+        if not (isinstance(inner, ast.Call) and _call_of(self, inner, "range") and
+                not inner.keywords and 1 <= len(inner.args) <= 3):
+            raise self.src.error(it, f"`{ast.unparse(it)}`: reversed() of a range() is "
+                                     "supported; iterate over indices instead")
+        args = inner.args if len(inner.args) > 1 else [ast.Constant(0)] + inner.args
+        start, stop = args[:2]
+        step = ExpressionBuilder(self, self.scope).index(args[2], "a range() step") \
+            if len(args) == 3 else sp.Integer(1)
+        if step not in (1, -1):
+            raise self.src.error(it, f"`{ast.unparse(it)}`: reversed() of a range() with a "
+                                     "step of 1 or -1 is supported; write the range backwards")
+        op = ast.Sub() if step == 1 else ast.Add()
+        first, last = (ast.BinOp(bound, op, ast.Constant(1)) for bound in (stop, start))
+        rng = ast.Call(ast.Name("range", ast.Load()),
+                       [first, last, ast.Constant(-int(step))], [])
+        loop = ast.For(stmt.target, rng, stmt.body, stmt.orelse)
+        return ast.fix_missing_locations(ast.copy_location(_placed(loop, stmt), stmt))
 
     def _over_indices(self, stmt):
         """``for x in A``, ``for i, x in enumerate(A)``, ``for a, b in zip(A, B)`` as the

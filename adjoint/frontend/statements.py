@@ -399,6 +399,9 @@ class KernelBuilder(LoopLowering, CallLowering, ArrayLowering):
         ex = ExpressionBuilder(self, self.scope)
         if ufunc_at(ex, stmt.value):                     # np.add.at(acc, idx, v)
             return scatter_at(ArrayBuilder(ex), stmt)
+        store = _in_place_store(ex, stmt.value)
+        if store is not None:                            # np.exp(x, out=y), y.fill(0.0)
+            return self._stmt_Assign(ast.fix_missing_locations(ast.copy_location(store, stmt)))
         func = getattr(stmt.value, "func", None)
         if isinstance(func, ast.Attribute) and func.attr in ("append", "extend", "insert"):
             raise self.src.error(stmt, f"`{_first_line(stmt)}`: growing a list is not supported "
@@ -866,6 +869,31 @@ def _is_docstring(stmt):
 
 def _first_line(stmt):
     return ast.unparse(stmt).splitlines()[0]
+
+
+def _in_place_store(ex, call):
+    """``y[...] = value`` for a call that writes an array it is given: a NumPy function
+    with ``out=y`` (``np.exp(x, out=y)``, ``np.add(a, b, out=a)``), ``np.copyto(y, x)``,
+    ``y.fill(v)``; None for other calls."""
+    if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Attribute):
+        return None
+    func, every = call.func, ast.Subscript(value=None, slice=ast.Constant(Ellipsis),
+                                           ctx=ast.Store())
+    if func.attr == "fill" and len(call.args) == 1 and not call.keywords and \
+            ex._module(func.value) is None:
+        every.value, value = func.value, call.args[0]
+    elif ex._module(func.value) is np and func.attr == "copyto" and len(call.args) == 2 \
+            and not call.keywords:
+        every.value, value = call.args
+    else:
+        out = [k for k in call.keywords if k.arg == "out"]
+        if ex._module(func.value) is not np or len(out) != 1 or \
+                not isinstance(out[0].value, (ast.Name, ast.Attribute, ast.Subscript)):
+            return None
+        every.value = out[0].value
+        value = ast.Call(func=func, args=call.args,
+                         keywords=[k for k in call.keywords if k.arg != "out"])
+    return ast.Assign(targets=[every], value=value)
 
 
 def parse(src, name, types, sizes=None) -> SDFG:

@@ -327,6 +327,25 @@ def heaviside(x, h):
                                                      relation(sp.Gt)(x, sp.Integer(0)), x)))
 
 
+def sinc(x):
+    """``np.sinc``: NumPy's ``sin(y) / y`` for ``y = pi * x``, x = 0 taken as 1e-20."""
+    y = mul(sp.Float(math.pi), select(sp.Float(1e-20), relation(sp.Eq)(x, sp.Integer(0)), x))
+    return div(sp.sin(y, evaluate=False), y)
+
+
+def logaddexp(x, y):
+    """``np.logaddexp`` as NumPy computes it (npy_logaddexp): ``x + log(2)`` for equal
+    arguments (equal infinities), else the larger plus ``log1p(exp(-|x - y|))``."""
+    d = sub(x, y)
+    larger = select(add(x, log1p(exp_(neg(d)))), relation(sp.Gt)(d, sp.Integer(0)),
+                    select(add(y, log1p(exp_(d))), relation(sp.Le)(d, sp.Integer(0)), d))
+    return select(add(x, sp.Float(math.log(2.0))), relation(sp.Eq)(x, y), larger)
+
+
+def exp_(x):
+    return sp.exp(x, evaluate=False)
+
+
 class as_float32(sp.Function):
     """The value rounded to float32: NumPy's float32 result of the operation inside, or a
     conversion (``x.astype(np.float32)``, ``np.float32(v)``). The operation is computed in
@@ -483,11 +502,16 @@ UNARY = {name: _as_written(f) for name, f in {
     "abs": sp.Abs, "absolute": sp.Abs, "log10": log10, "log2": log2, "expm1": expm1,
     "log1p": log1p, "sign": np_sign, "real": sp.re, "imag": sp.im, "conj": sp.conjugate,
     "conjugate": sp.conjugate, "angle": sp.arg, "floor": np_floor, "ceil": np_ceil,
-    "trunc": np_trunc, "rint": np_rint, "cbrt": np_cbrt}.items()}
+    "trunc": np_trunc, "rint": np_rint, "cbrt": np_cbrt, "erf": sp.erf,
+    "erfc": sp.erfc}.items()}
 UNARY["sqrt"] = sqrt
+UNARY.update({"sinc": sinc, **{name: (lambda c: lambda x: mul(x, sp.Float(c)))(c) for name, c in (
+    ("deg2rad", math.pi / 180.0), ("radians", math.pi / 180.0),
+    ("rad2deg", 180.0 / math.pi), ("degrees", 180.0 / math.pi))}})
 BINARY = {name: _as_written(f) for name, f in {
     "maximum": np_maximum, "minimum": np_minimum, "fmax": np_fmax, "fmin": np_fmin,
     "arctan2": sp.atan2, "atan2": sp.atan2, "fmod": np_fmod, "hypot": np_hypot}.items()}
+BINARY["logaddexp"] = logaddexp
 BINARY["pow"] = power                                         # math.pow
 # np.power on numbers takes NumPy's square root for an exponent of 0.5 even when that
 # is data; on arrays only for a constant exponent (array_calls.py)

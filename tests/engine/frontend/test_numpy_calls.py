@@ -1,7 +1,9 @@
 """NumPy functions and small constructs real code uses (issue 20): logical ufuncs, sign,
-fmod, hypot, isnan/isfinite/isclose, roll, cumsum, diff, joins, triangles, ranges,
-ufunc.outer, np.ndarray and keyword arguments, slice bounds that may be None, index arrays of every integer dtype,
-boolean mask arguments, default argument values and module-level constants.
+fmod, hypot, isnan/isfinite/isclose, nan-reductions, gradient, pad, convolve, trapezoid,
+cross, kron, out=/fill/copyto, reversed ranges, roll, cumsum, diff, joins, triangles,
+ranges, ufunc.outer, np.ndarray and keyword arguments, slice bounds that may be None,
+index arrays of every integer dtype, boolean mask arguments, default argument values and
+module-level constants.
 
 Every kernel here is written for these tests. Forward results are compared with the
 kernel run as plain Python/NumPy (``py_func``; bitwise where the floating-point contract of
@@ -163,6 +165,42 @@ def comparisons(x, y, A):
     return np.sum(jump) + np.allclose(x, x) + np.count_nonzero(A > 0.0, axis=0)[0] * 1.0
 
 
+def in_place_forms(x, y):
+    np.exp(x, out=y)
+    np.multiply(y, 2.0, out=y)
+    z = np.empty_like(x)
+    z.fill(0.5)
+    np.copyto(z[1:], x[:-1])
+    for i in reversed(range(1, x.shape[0])):
+        z[i - 1] += 0.5 * z[i]
+    return sum(z) + np.sum(y)
+
+
+def stencil_tools(u, U, w, dx):
+    gy, gx = np.gradient(U, 0.5, dx)
+    padded = np.pad(u, 2, mode="wrap") + np.pad(u, (1, 3), mode="edge") + np.pad(u, 2)
+    mirrored = np.pad(U, ((1, 0), (2, 1)), mode="reflect") * np.pad(U, ((1, 0), (1, 2)), "symmetric")
+    smooth = np.convolve(u, w, mode="same") + np.convolve(u, w, "valid")[0]
+    return (np.sum(np.gradient(u, dx) ** 2) + np.sum(gy * gx) + np.sum(padded ** 2)
+            + np.sum(mirrored) + np.sum(smooth * u) + np.trapezoid(u ** 2, dx=dx)
+            + np.sum(np.trapezoid(U, x=np.cumsum(w[:2] ** 2), axis=0)))
+
+
+def axes_and_angles(A, x):
+    B = np.expand_dims(x, (0, 2)) * np.swapaxes(np.moveaxis(A[:, :, None], 2, 0), 1, 2)
+    angles = np.sin(np.deg2rad(x)) + np.radians(x) * np.degrees(x) + np.rad2deg(x)
+    return (np.sum(B ** 2) + np.sum(angles) + np.sum(np.sinc(x)) + math.erf(x[0])
+            + math.erfc(x[1]) + np.sum(np.logaddexp(x, x[::-1])) + np.logaddexp(x[0], x[0]))
+
+
+def products(a, b, P, V, x32):
+    """Cross products of 3-vectors (rows broadcast) and of 2-vectors, Kronecker products,
+    a float32 array summed in float64."""
+    return (np.sum(np.cross(a, b) * np.cross(P, V)) + np.sum(np.kron(a, b) ** 2)
+            + np.sum(np.kron(P[:2, :2], V[:2])) + np.mean(a, dtype=np.float64)
+            + np.sum(x32, dtype=np.float64) + np.cross(a[:2], b[1:]))
+
+
 def matrix_shapes(a, b, A):
     M = np.column_stack((a, b))
     rows = np.broadcast_to(a, (3, a.shape[0])) * np.arange(3.0)[:, None]
@@ -191,12 +229,24 @@ CASES = [
                                        rng.standard_normal((4, 3)))),
     (kernel(matrix_shapes), lambda rng: (rng.standard_normal(4), rng.standard_normal(4),
                                          rng.standard_normal((4, 4)) + 0.1)),
+    (kernel(products), lambda rng: (rng.standard_normal(3), rng.standard_normal(3),
+                                    rng.standard_normal((4, 3)), rng.standard_normal((4, 3)),
+                                    rng.standard_normal(5).astype(np.float32))),
+    (kernel(in_place_forms), lambda rng: (rng.standard_normal(6), np.zeros(6))),
+    (kernel(stencil_tools), lambda rng: (rng.standard_normal(6), rng.standard_normal((2, 4)),
+                                         rng.standard_normal(3), 0.3)),
+    (kernel(axes_and_angles), lambda rng: (rng.standard_normal((3, 4)),
+                                           rng.standard_normal(4))),
 ]
 IDS = ["roll_stencil", "roll_shifts", "scans", "diff", "triangles", "joins", "ranges",
        "outer", "ndarray_keywords", "slice_none", "repeat", "bool_mask_argument",
-       "defaults", "defaults_given", "isclose_heaviside_count", "column_stack_trace_cbrt"]
+       "defaults", "defaults_given", "isclose_heaviside_count", "column_stack_trace_cbrt",
+       "cross_kron_dtype", "out_fill_copyto_reversed", "gradient_pad_convolve_trapezoid",
+       "axes_angles_erf"]
 SUMS = {"ranges", "ndarray_keywords", "slice_none", "roll_shifts",     # within rounding
-        "isclose_heaviside_count", "column_stack_trace_cbrt"}
+        "isclose_heaviside_count", "column_stack_trace_cbrt", "cross_kron_dtype",
+        "out_fill_copyto_reversed",
+        "gradient_pad_convolve_trapezoid", "axes_angles_erf"}
 
 
 def _outputs(k, args):
@@ -330,6 +380,30 @@ def test_isnan_isinf_isfinite_mask_gaps_in_both_backends(monkeypatch):
     assert misfit_with_gaps(obs, model) == pytest.approx(want, rel=1e-15)
 
 
+def nan_reductions(x, A, out):
+    out[0] = np.nansum(x) + np.nanmean(x) + np.nanmax(x) + np.nanmin(x) + np.nanprod(x[:3])
+    out[1:4] = np.nanmax(A, axis=0) + np.nanmin(A, axis=1, keepdims=True)[0]
+    out[4:6] = np.nanmean(A, axis=1)
+    out[6] = np.nanmax(A[:, :1]) + np.nanmin(A[:, 0])
+    out[7] = np.round(x[0] * 1.37, 1) + x.round(2)[3]
+    out[8:] = A[0].clip(0.5, 1.5)[1:]
+
+
+def test_nan_reductions_ignore_nans_as_numpy():
+    """nan only where every value is (nanmax of a column of nans); d/dx of nansum is 1
+    where x is a number, 0 at its nans."""
+    x = np.array([1.0, np.nan, -2.0, 3.0, np.nan])
+    A = np.array([[np.nan, 1.0, 2.0], [np.nan, np.nan, -1.0]])
+    got, want = np.zeros(10), np.zeros(10)
+    kernel(nan_reductions)(x, A, got)
+    quiet(nan_reductions, x, A, want)
+    np.testing.assert_allclose(got, want, rtol=1e-15)
+    assert np.isnan(got[6]) and np.isnan(want[6])
+    _, pullback = vjp(kernel(lambda x: np.nansum(x * x)), x)
+    np.testing.assert_array_equal(pullback({"return": 1.0})["x"],
+                                  np.where(np.isnan(x), 0.0, 2.0 * x))
+
+
 def test_isclose_is_numpys_at_special_values():
     """Infinities equal only to themselves, nan to nothing unless ``equal_nan``."""
     grid = np.array(SPECIAL)
@@ -412,7 +486,7 @@ def _undecided_slice(x: float64[N], k: int):
 
 
 def _unknown_outer(x: float64[N]):
-    return np.logaddexp.outer(x, x)
+    return np.logaddexp2.outer(x, x)
 
 
 def _joined_name(x: float64[N]):
@@ -426,7 +500,7 @@ def _retstep(x: float64[N], a: float):
 @pytest.mark.parametrize("func, message", [
     (_float_arange, "with float bounds the length depends on their values"),
     (_undecided_slice, "cannot tell whether k is zero"),
-    (_unknown_outer, "np.logaddexp.outer` is not supported"),
+    (_unknown_outer, "np.logaddexp2.outer` is not supported"),
     (_joined_name, "write the arrays to join as a tuple or list"),
     (_retstep, "retstep=True returns a tuple"),
 ], ids=["float_arange", "undecided_slice", "unknown_outer", "joined_name", "retstep"])
