@@ -367,6 +367,9 @@ class KernelBuilder(LoopLowering, CallLowering, ArrayLowering):
     def _stmt_Pass(self, stmt):
         return []
 
+    def _stmt_Refused(self, stmt):
+        raise stmt.error()          # what outside.resolve refused, here reached
+
     def _stmt_Assert(self, stmt):
         """``assert`` on sizes and integers: checked once per call (a BoundsError with the
         message); on data or loop variables where Python checks it, in the generated
