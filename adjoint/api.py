@@ -335,10 +335,10 @@ class Specialization:
             mem.close(held)
         if status <= FAILED:                    # a library call failed
             raise self.failed(FAILED - status)
-        result = returned_value({name: number(buffers[k][0]) if shape is None else
-                                 buffers[k].reshape(shape) if number is not complex else
-                                 as_complex(buffers[k].reshape(shape))
-                                 for k, name, shape, number in plan.returns}) \
+        result = returned_value({name: as_list(
+            number(buffers[k][0]) if shape is None else buffers[k].reshape(shape)
+            if number is not complex else as_complex(buffers[k].reshape(shape)),
+            name in self.sdfg.lists) for k, name, shape, number in plan.returns}) \
             if plan.single is None else float(buffers[plan.single][0])
         if plan.framed:
             plan.frames.append(frame)
@@ -429,7 +429,7 @@ class Specialization:
         if c.is_scalar:                 # a Python number, as the kernel's own type
             return int(buffer[0]) if c.dtype.kind in "iu" else float(buffer[0])
         value = buffer.reshape(self.shape(c, syms))
-        return as_complex(value) if c.complex else value
+        return as_list(as_complex(value) if c.complex else value, name in self.sdfg.lists)
 
     def user(self, name, value):
         """An argument's buffer as the caller sees it: a complex array from its parts."""
@@ -566,6 +566,14 @@ def returned_value(values):
     return tuple(values.values())
 
 
+def as_list(value, listed):
+    """A returned list grown by append (``SDFG.lists``) as the list Python returns: its
+    numbers, or its rows (arrays); other values as they are."""
+    if not listed:
+        return value
+    return value.tolist() if value.ndim == 1 else list(value)
+
+
 def kernel(func):
     """Compile ``func`` (a loop kernel in plain Python) to C with derivatives."""
     return func if isinstance(func, Kernel) else Kernel(func)
@@ -660,7 +668,8 @@ def vjp(k: Kernel, *args, memory_budget=None, policy=None, snapshots=None):
                  if a.kind == "array" and a.name in spec.floating and a.name not in outs}
 
     def pullback(cotangents):
-        cotangents = _elements(k, spec, cotangents, "cotangent")
+        cotangents = _list_elements(k, spec, _elements(k, spec, cotangents, "cotangent"),
+                                    outs)
         unknown = set(cotangents) - set(outs) - set(unchanged)
         if unknown:
             raise ArgumentError(f"cotangents given for {sorted(unknown)}, but the outputs of "
@@ -711,6 +720,35 @@ def _elements(k, spec, given, what):
         raise ArgumentError(f"{what}s for 'return' and for {twice}: give the tuple or its "
                             "elements, not both")
     given.update(zip(names, parts))
+    return given
+
+
+def _list_elements(k, spec, given, outs):
+    """The cotangents of a returned list (``SDFG.lists``) as one array: given whole under
+    its key, or element by element as ``"return0"``, ``"return1"``, ... (the keys of a
+    tuple's elements; those not given are zero) where the kernel returns one list."""
+    given = dict(given)
+    for name in spec.sdfg.lists:
+        key = output_key(name)
+        if key in given:
+            given[key] = np.asarray(given[key], dtype=np.float64)
+    if tuple(spec.sdfg.lists) != (RESULT,) or spec.sdfg.returns != (RESULT,):
+        return given
+    parts = {n: v for n, v in given.items() if re.fullmatch(r"return\d+", n)}
+    if not parts:
+        return given
+    whole = np.zeros(np.shape(outs["return"]))
+    if "return" in given:
+        raise ArgumentError("cotangents for 'return' and for its elements "
+                            f"{sorted(parts)}: give the list or its elements, not both")
+    for n, v in parts.items():
+        index = int(n[len("return"):])
+        if index >= len(whole):
+            raise ArgumentError(f"cotangent for {n!r}: {k.__name__}() returns a list of "
+                                f"{len(whole)}")
+        whole[index] = v
+        del given[n]
+    given["return"] = whole
     return given
 
 

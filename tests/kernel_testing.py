@@ -39,6 +39,8 @@ def run_reference(kernel, args):
 def random_direction(rng, value):
     if isinstance(value, tuple):                 # a returned tuple
         return tuple(random_direction(rng, v) for v in value)
+    if isinstance(value, list):                  # a returned list (grown by append)
+        return rng.standard_normal(np.shape(value))
     if isinstance(value, np.ndarray):
         return rng.standard_normal(value.shape)
     return float(rng.standard_normal())

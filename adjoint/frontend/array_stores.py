@@ -160,7 +160,7 @@ def assign_subscript(b, stmt, target, value, op):
     if dest.view is None:
         raise b.src.error(target, f"cannot assign to `{ast.unparse(target)}`: it is a "
                                   "computed value, not memory")
-    return _assign_view(b, stmt, dest, stored_value(b, value), op, line)
+    return assign_view(b, stmt, dest, stored_value(b, value), op, line)
 
 
 def stored_value(b, value):
@@ -171,7 +171,7 @@ def stored_value(b, value):
     return b.expr(value)
 
 
-def _assign_view(b, stmt, dest, value, op, line):
+def assign_view(b, stmt, dest, value, op, line):
     v = fit(b, stmt, value, dest.shape)
 
     def new(p, old):
@@ -223,7 +223,7 @@ def assign_name(b, stmt, target, value, op):
         return None
     array = isinstance(binding, DataValue) and not binding.container.is_scalar
     if array and op is not None:
-        return _assign_view(b, stmt, b.expr(target), b.expr(value), op, b.line(stmt))
+        return assign_view(b, stmt, b.expr(target), b.expr(value), op, b.line(stmt))
     v = b.expr(value)
     if not v.rank and not array:
         return None                                 # a number: statements' scalar path

@@ -459,7 +459,10 @@ class _Inliner:
         self.prelude = []
 
     def run(self):
-        src = read_source(self.func)
+        try:
+            src = read_source(self.func)
+        except KernelSyntaxError as exc:    # a method writing self.count: name the call too
+            raise _called_from(exc, self.name, self.caller, self.line) from None
         self._check_recursion(src)
         params = self._bind_parameters()
         src, params = _forwarded(src, params)

@@ -18,7 +18,8 @@ from ..sdfg import arithmetic as fp
 from ..sdfg import ConditionalRegion, Container, LoopRegion, Memlet, Sequence, State, Tasklet
 from ..sdfg.nodes import flag_symbol, index_loads
 from ..errors import KernelSyntaxError
-from . import statics
+from . import lists, statics
+from .lists import jumps_out
 from .arrays import ArrayBuilder
 from .expressions import AfterLoop, DataValue, ExpressionBuilder, IntValue
 
@@ -91,9 +92,11 @@ class LoopLowering:
         frame = LoopFrame(region=LoopRegion(symbol, start, stop, step, Sequence(())),
                           key=loop_key(self.src, stmt))
         self.loops.append(frame)
+        lists.enter_loop(self, stmt, frame)
         try:
             body = self._body(stmt, copies)
         finally:
+            lists.leave_loop(self, frame)
             del self.scope[var]
             self.loops.pop()
             self.drop_statics()
@@ -109,7 +112,7 @@ class LoopLowering:
         tuples) is Python's iteration written out: each copy reads the items in place of
         the names."""
         rows = statics.loop_rows(ExpressionBuilder(self, self.scope), stmt) if \
-            isinstance(stmt, ast.For) and not stmt.orelse and not _jumps_out(stmt.body) and \
+            isinstance(stmt, ast.For) and not stmt.orelse and not jumps_out(stmt.body) and \
             not _assigns(stmt.body, _names(stmt.target)) else None
         if rows is not None:
             return [_placed(statics.replaced(s, row), stmt) for row in rows for s in stmt.body]
@@ -372,7 +375,7 @@ def _unrollable(stmt, at_call=False):
         isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range" \
         and not it.keywords and 1 <= len(it.args) <= 3 and \
         (at_call or _reaches_slice_bound(stmt.body, stmt.target.id)) and \
-        not _jumps_out(stmt.body)
+        not jumps_out(stmt.body)
 
 
 def _at_call_value(ex, node, n):
@@ -407,20 +410,6 @@ def _reaches_slice_bound(body, var):
 
 def _mentions(node, names):
     return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node))
-
-
-def _jumps_out(body):
-    """Whether ``body`` returns, or breaks or continues its own loop."""
-    todo = list(body)
-    while todo:
-        node = todo.pop()
-        if isinstance(node, (ast.Return, ast.Break, ast.Continue)):
-            return True
-        if isinstance(node, (ast.For, ast.While)):
-            todo.extend(n for n in ast.walk(node) if isinstance(n, ast.Return))
-        elif not isinstance(node, (ast.FunctionDef, ast.Lambda)):
-            todo.extend(ast.iter_child_nodes(node))
-    return False
 
 
 def _names(target):

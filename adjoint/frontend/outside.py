@@ -229,14 +229,19 @@ def resolve(tree, func):
     introduces: see the module's docstring."""
     tree, names, me = prepared(func, copy.deepcopy(tree))
     added, renamed, replace = {}, [], {}
+    statement = _statements(tree)
     for node, value, label in references(tree, names):
         if isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del)):
-            raise KernelSyntaxError(f"`{ast.unparse(node)} = ...` writes an attribute of an "
-                                    "object from outside the kernel; kernels read them only: "
-                                    "return the value instead", *_where(func, node))
+            _refuse(replace, statement, node,
+                    f"`{ast.unparse(node)} = ...` writes an attribute of an object from "
+                    "outside the kernel; kernels read them only: return the value instead",
+                    _where(func, node))
+            continue
         if isinstance(value, Missing):
-            raise KernelSyntaxError(f"`{label}`: {type(value.owner).__name__} object has no "
-                                    f"attribute {value.attr!r}", *_where(func, node))
+            _refuse(replace, statement, node,
+                    f"`{label}`: {type(value.owner).__name__} object has no attribute "
+                    f"{value.attr!r}", _where(func, node))
+            continue
         if isinstance(node, ast.Name):
             lib = (NUMPY_NAME, "linalg") if value is np.linalg else library_function(value)
             if lib is not None:                     # np.sin as sin, np.linalg as linalg
@@ -244,9 +249,9 @@ def resolve(tree, func):
                 replace[id(node)] = _library_node(lib)
                 renamed.append((node.id, f"{lib[0]}.{lib[1]}"))     # messages: the user's
             elif node.id == me:
-                raise KernelSyntaxError(f"`{me}` is used as a value; a method may read "
-                                        f"attributes of {me} ({me}.F, {me}.helper(x))",
-                                        *_where(func, node))
+                _refuse(replace, statement, node,
+                        f"`{me}` is used as a value; a method may read attributes of {me} "
+                        f"({me}.F, {me}.helper(x))", _where(func, node))
             elif is_constant(value) and not _number(value):    # periodic = False, "wrap"
                 replace[id(node)] = ast.parse(repr(_plain(value)), mode="eval").body
             continue
@@ -273,6 +278,39 @@ def resolve(tree, func):
             return super().visit(node)
     tree = ast.fix_missing_locations(Rewrite().visit(tree))
     return tree, {**names, **added}, tuple(renamed)
+
+
+class Refused(ast.stmt):
+    """A statement reading or writing what kernels cannot (``self.count += 1``, an
+    attribute the object lacks, ``self`` as a value), kept as its error: raised where the
+    statement is lowered, so a branch decided when compiling not to run (benchpress'
+    ``if bh_is_loaded_as_np:`` in a method) may hold one, as Python never runs it."""
+    _fields = ("message", "where")        # KernelSyntaxError's: (filename, line, col)
+
+    def error(self):
+        return KernelSyntaxError(self.message, *self.where)
+
+
+def _statements(tree):
+    """{id(node): the innermost statement holding it} below the function's definition."""
+    out = {}
+
+    def visit(node, stmt):
+        for child in ast.iter_child_nodes(node):
+            inner = child if isinstance(child, ast.stmt) else stmt
+            out[id(child)] = inner
+            visit(child, inner)
+    visit(tree, None)
+    return out
+
+
+def _refuse(replace, statement, node, message, where):
+    """``node``'s statement replaced by :class:`Refused` (the error raised now where the
+    node is in the definition itself: a default, a decorator)."""
+    stmt = statement.get(id(node))
+    if stmt is None:
+        raise KernelSyntaxError(message, *where)
+    replace[id(stmt)] = Refused(message, where)
 
 
 def _number(value):

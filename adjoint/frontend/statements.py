@@ -28,7 +28,7 @@ from .locals import classify_locals, read_only
 from .masks import indices_as_mask, inline_selection
 from .loops import LoopLowering
 from .outside import bind_arrays, integer_names
-from . import statics
+from . import lists, statics
 from .statics import NotStatic, StaticValue
 
 AUG_OPS = {ast.Add: fp.add, ast.Sub: fp.sub, ast.Mult: fp.mul, ast.Div: fp.div,
@@ -68,6 +68,8 @@ class KernelBuilder(LoopLowering, CallLowering, ArrayLowering):
         self.loops = []             # LoopFrame per enclosing loop, innermost last
         self.binds = Bindings()     # which array each name means (Python's rebinding)
         self.branches = []          # (if, branch) decided at run time around the statement
+        self.grown = []             # lists grown by append (lists.py), every one bound
+        self.listed = set()         # the returned containers that are such lists
 
     # ---- arguments ------------------------------------------------------------------
     def _bind_arguments(self, types):
@@ -122,6 +124,7 @@ class KernelBuilder(LoopLowering, CallLowering, ArrayLowering):
     # ---- statements -----------------------------------------------------------------
     def build(self) -> SDFG:
         body = self.block(self.src.tree.body, top=True)
+        lists.finish(self)
         self.binds.check_aliases(self.src, body)
         self._check_integer_writes(body)
         self._check_outside_read_only(body)
@@ -134,7 +137,7 @@ class KernelBuilder(LoopLowering, CallLowering, ArrayLowering):
         return SDFG(self.name, tuple(self.arguments), containers,
                     tuple(self.symbols), body, self.result, self.src.filename,
                     assumptions, returns=tuple(self.returns),
-                    decisions=tuple(self.arrays.decisions))
+                    decisions=tuple(self.arrays.decisions), lists=frozenset(self.listed))
 
     def _check_values_are_real(self, body):
         """No infinite or complex constants: ``x / 0.0``, ``np.mean(x[:0])``, ``(-1.0) ** 0.5``
@@ -265,12 +268,15 @@ class KernelBuilder(LoopLowering, CallLowering, ArrayLowering):
         """``stmt`` with the names bound to values known when compiling (statics.py)
         written out; a compound statement's header only (its body is lowered in turn)."""
         if isinstance(stmt, (ast.If, ast.While)):
-            return replace_field(stmt, "test", statics.substituted(self, stmt.test))
+            return replace_field(stmt, "test", lists.substituted(
+                self, statics.substituted(self, stmt.test)))
         if isinstance(stmt, ast.For):
-            return replace_field(stmt, "iter", statics.substituted(self, stmt.iter))
+            iter_ = lists.substituted(self, ast.copy_location(ast.For(
+                stmt.target, statics.substituted(self, stmt.iter), [], []), stmt)).iter
+            return replace_field(stmt, "iter", iter_)
         if isinstance(stmt, (ast.FunctionDef, ast.Try, ast.With)):
             return stmt
-        return statics.substituted(self, stmt)
+        return lists.substituted(self, statics.substituted(self, stmt))
 
     def _static_update(self, stmt):
         """``shape[2] += 2`` on a list known when compiling: the list changed, as
@@ -367,6 +373,9 @@ class KernelBuilder(LoopLowering, CallLowering, ArrayLowering):
     def _stmt_Pass(self, stmt):
         return []
 
+    def _stmt_Refused(self, stmt):
+        raise stmt.error()          # what outside.resolve refused, here reached
+
     def _stmt_Assert(self, stmt):
         """``assert`` on sizes and integers: checked once per call (a BoundsError with the
         message); on data or loop variables where Python checks it, in the generated
@@ -402,11 +411,14 @@ class KernelBuilder(LoopLowering, CallLowering, ArrayLowering):
         store = _in_place_store(ex, stmt.value)
         if store is not None:                            # np.exp(x, out=y), y.fill(0.0)
             return self._stmt_Assign(ast.fix_missing_locations(ast.copy_location(store, stmt)))
+        if isinstance(self.scope.get(lists.append_of(stmt)), lists.GrowingList):
+            return lists.append(self, stmt)         # xs.append(v) in counted loops
         func = getattr(stmt.value, "func", None)
         if isinstance(func, ast.Attribute) and func.attr in ("append", "extend", "insert"):
-            raise self.src.error(stmt, f"`{_first_line(stmt)}`: growing a list is not supported "
-                                       "in kernels; make an array of its final length and "
-                                       "store each value (`Ps = np.zeros(I)` ... `Ps[i] = P`)")
+            raise self.src.error(stmt, f"`{_first_line(stmt)}`: kernels grow the lists they "
+                                       "make (`Ps = []`) by `append` only; make an array of its "
+                                       "final length and store each value (`Ps = np.zeros(I)` "
+                                       "... `Ps[i] = P`)")
         raise self.src.error(stmt, f"expression statement `{_first_line(stmt)}` has no effect "
                                    "in a kernel (calls with side effects such as print are not "
                                    "supported)" + plain_function_hint(self, stmt.value))
@@ -426,6 +438,18 @@ class KernelBuilder(LoopLowering, CallLowering, ArrayLowering):
 
     def _stmt_Assign(self, stmt):
         first, *more = stmt.targets
+        grown = lists.grown_lists(self.src.tree, stmt)
+        if grown:                                   # Ps = [], Ps, hist = [], []
+            out = []
+            for name, value in grown:
+                self._check_name(stmt, name.id)
+                self.scope[name.id] = lists.GrowingList(self, name.id, stmt)
+                out += [r for e in getattr(value, "elts", ())      # hist = [u.copy()]
+                        for r in lists.append(self, lists.appending(name.id, e))]
+            return out
+        if len(stmt.targets) == 1 and isinstance(first, ast.Name) and \
+                isinstance(self.scope.get(first.id), lists.GrowingList):
+            del self.scope[first.id]                # xs = np.array(xs): another value
         if isinstance(stmt.value, ast.Lambda) and len(stmt.targets) == 1 and \
                 isinstance(first, ast.Name):
             return self._define(first.id, stmt.value)     # f = lambda x: ...

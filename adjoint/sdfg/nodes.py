@@ -300,6 +300,8 @@ class SDFG:
     #                          value, ("__return0", "__return1", ...) for a tuple
     decisions: tuple = ()    # conditions on symbols the call's values decided while lowering
     #                          (an extent that is 1 broadcasts): what this SDFG holds for
+    lists: frozenset = frozenset()  # returned containers holding a list grown by append
+    #                          (frontend/lists.py): the kernel returns them as lists
 
     def container(self, name) -> Container:
         return self.containers[name]

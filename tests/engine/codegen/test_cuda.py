@@ -284,6 +284,27 @@ EXTRA["wave_phase"] = corpus.CorpusCase("wave_phase", wave_phase, wave_phase_arg
                                         ("psi", "k"))
 
 
+@kernel
+def price_path(S: float64[N], rows: float64[N, K], steps: int) -> float:
+    """Lists grown by append (frontend/lists.py): numbers and rows, their length the trip
+    count, read back whole and element by element."""
+    T = 0.01
+    Ps, hist = [], []
+    for i in range(steps):
+        Ps.append(np.sum(np.exp(-S * T)) / N)
+        hist.append(rows[i % N] * T)
+        T += 0.01
+    return np.sum(np.array(Ps) ** 2) + Ps[-1] * np.sum(np.stack(hist))
+
+
+def price_path_args(rng, n=6):
+    return rng.uniform(0.5, 1.5, n), rng.standard_normal((n, 3)), 4
+
+
+EXTRA["price_path"] = corpus.CorpusCase("price_path", price_path, price_path_args,
+                                        ("S", "rows"))
+
+
 def test_every_cuda_call_and_launch_is_checked():
     src = sources(two_layers, two_layers_args(rng_for("g")), ("W1", "b", "W2"))["forward"]
     body = src[src.index("static int64_t sc_entry0("):]
@@ -352,7 +373,7 @@ def _assert_same(cpu, cuda, rtol):
 
 
 EMULATED = ["jacobi2d", "heat3d_vec", "lorenz96_sweep", "softmax_rows", "gesummv_vec", "ema",
-            "two_layers", "limited_flux", "wave_phase"]
+            "two_layers", "limited_flux", "wave_phase", "price_path"]
 
 
 @pytest.mark.parametrize("name", EMULATED)

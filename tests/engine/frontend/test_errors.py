@@ -114,7 +114,8 @@ def bad_step_from_data(A: float64[N], T: int) -> float:
 def bad_append(A: float64[N], T: int) -> float:
     totals = []
     for t in range(T):
-        totals.append(np.sum(A) * t)  # ERR
+        if A[t] > 0.5:
+            totals.append(np.sum(A) * t)  # ERR
     return totals[-1]
 
 

@@ -1,9 +1,13 @@
 """Values from outside a kernel's body (issue 20): functions as values (lambdas passed to
 helpers, function-valued defaults, nested functions and closures), decorated functions
-(compiled with their wrapper), bound methods of model objects (``self``'s attributes), and
-module-level arrays and NumPy functions imported by name. Each is checked forward against
-the function run as Python and in reverse and forward mode against central differences."""
+(compiled with their wrapper), bound methods of model objects (``self``'s attributes),
+methods of objects at module level (their branches decided dead holding what kernels
+cannot run), and module-level arrays and NumPy functions imported by name. Each is checked
+forward against the function run as Python and in reverse and forward mode against central
+differences."""
 import functools
+import inspect
+import types
 
 import numpy as np
 import pytest
@@ -672,3 +676,93 @@ def passes_on(f, x, t):
 def test_an_argument_with_a_call_in_it_is_evaluated():
     rng, (x,) = rng_args("passes on", 3)
     check(lambda x, t: passes_on(lambda y, s: y * 2.0, x, t), (x, 0.5), rng)
+
+
+# ---- methods of objects at module level (benchpress' `bench = util.Benchmark(...)`) ----------
+LOADED_AS_BOHRIUM = False           # benchpress' util.bh_is_loaded_as_np
+
+
+class Benchmark:
+    def __init__(self):
+        self.args = None                # read only where LOADED_AS_BOHRIUM
+        self.flushes = 0
+        self.scale = 0.5
+        self.dtype = "float64"
+
+    def flush(self, ignore_no_flush_arg=False):
+        if LOADED_AS_BOHRIUM:
+            if ignore_no_flush_arg or not self.args.no_flush:
+                self.flushes += 1
+                print("flushed")
+
+    def scaled(self, x):
+        if self.dtype == "float32":
+            return x.astype(np.float32)
+        return self.scale * x
+
+    def count(self):
+        self.flushes = self.flushes + 1
+
+    def report(self, x):
+        print(x)
+
+
+bench = Benchmark()
+
+
+def flushed_sum(x, n, w=2.0):
+    s = 0.0
+    for i in range(n):
+        s += np.sum(bench.scaled(x)) * w + i
+        bench.flush()
+    return s
+
+
+def _with_a_closure_object():
+    mine = Benchmark()
+
+    def run(x):
+        mine.flush()
+        return mine.scaled(x * x)
+    return run
+
+
+closure_method = _with_a_closure_object()
+
+
+def test_methods_of_module_level_and_closure_objects():
+    """Their dead branches (a module-level flag False) hold what kernels cannot run:
+    writes of attributes, attributes the object lacks, print."""
+    rng, (x,) = rng_args("methods", 5)
+    check(lambda x: flushed_sum(x, 3), (x,), rng, bitwise=False)
+    check(closure_method, (x,), rng)
+
+
+def counts_flushes(x):
+    bench.count()
+    return np.sum(x)
+
+
+def reports(x):
+    bench.report(x)
+    return np.sum(x)
+
+
+@pytest.mark.parametrize("f, text, message", [
+    (counts_flushes, "self.flushes = self.flushes + 1",
+     r"writes an attribute.*\(in count\(\), called "),
+    (reports, "print(x)", r"print.*\(in report\(\), called at ")], ids=["mutation", "print"])
+def test_a_method_needing_the_object_is_refused_naming_it(f, text, message):
+    lines, first = inspect.getsourcelines(Benchmark)
+    line = first + next(k for k, s in enumerate(lines) if text in s)
+    with pytest.raises(KernelSyntaxError, match=rf"test_values.py:{line}:.*{message}"):
+        kernel(f)(np.ones(3))
+
+
+def test_a_live_branch_of_a_method_is_lowered(monkeypatch):
+    """With the module flag true, flush's branch runs, and what it needs is refused."""
+    monkeypatch.setattr(bench, "args", types.SimpleNamespace())
+    monkeypatch.setitem(globals(), "LOADED_AS_BOHRIUM", True)
+    with pytest.raises(KernelSyntaxError, match=r"SimpleNamespace object has no attribute "
+                                                r"'no_flush'.*\(in flush\(\), called at "):
+        kernel(flushed_sum)(np.ones(3), 2)
