@@ -6,8 +6,9 @@ Each handler takes the ArrayBuilder, the call node and its arguments bound by na
 elementwise with broadcasting.
 """
 import ast
-import sys
 import math
+import sys
+import types
 
 import numpy as np
 import sympy as sp
@@ -72,6 +73,12 @@ VARARGS = tuple(f"_{k}" for k in range(8))     # x.transpose(1, 0), x.reshape(N,
 def call(b, node):
     """The ArrayExpr of a call, or None when it is not an array function."""
     func = node.func
+    name = scipy_call(b, node)
+    if name in SCIPY_ARRAYS:
+        handler, names, keywords = SCIPY_ARRAYS[name]
+        return handler(b, node, bind(b, node, node.args, names, keywords))
+    if name is not None:
+        raise _a_tuple(b, node)
     if isinstance(func, ast.Attribute):
         module = b.ex._module(func.value)
         if module is np:
@@ -87,12 +94,6 @@ def call(b, node):
             handler, names, keywords = METHODS[func.attr]
             return handler(b, node, bind(b, node, [func.value] + node.args, names, keywords))
         return None
-    name = scipy_call(b, node)
-    if name in SCIPY_ARRAYS:
-        handler, names, keywords = SCIPY_ARRAYS[name]
-        return handler(b, node, bind(b, node, node.args, names, keywords))
-    if name is not None:
-        raise _a_tuple(b, node)
     name = b.ex._builtin_name(func)
     if name == "abs" and len(node.args) == 1 and not node.keywords:
         return b.combine(node, UNARY["abs"], node.args)
@@ -119,10 +120,25 @@ def scipy_function(value):
 def scipy_call(b, node):
     """The registered SciPy function (``SCIPY``) ``node`` calls, or None: its name in the
     body is one of the program's (``lapack.dgtsv``, read from outside) bound to it."""
-    func = node.func
-    if isinstance(func, ast.Name) and func.id not in b.ex.scope:
-        return scipy_function(b.src.globals.get(func.id))
-    return None
+    return scipy_name(b.ex, node.func)
+
+
+def scipy_name(ex, func):
+    """The registered SciPy function ``func`` names: a name from outside bound to it
+    (``erf``, ``dgtsv``) or attributes of a module from outside (``scipy.special.erf``,
+    ``special.expit``); None for others."""
+    path = []
+    while isinstance(func, ast.Attribute):
+        path.append(func.attr)
+        func = func.value
+    if not isinstance(func, ast.Name) or func.id in ex.scope:
+        return None
+    value = ex.src.globals.get(func.id)
+    for attr in reversed(path):
+        if not isinstance(value, types.ModuleType):
+            return None
+        value = getattr(value, attr, None)
+    return scipy_function(value) if value is not None else None
 
 
 def tuple_elements(b, node):
@@ -1592,6 +1608,37 @@ def _masked_reduction(b, node, kind, args, values, mask):
     count = reduction(b, node, "sum", where(lambda p: sp.Integer(1), 0), every, False)
     return ArrayExpr((), lambda index: fp.div(total.at(()), count.at(())))
 
+
+def _special(function):
+    """A ``scipy.special`` ufunc of one or two arguments, elementwise."""
+    def handler(b, node, args):
+        names = [k for k in ("x", "y") if k in args]
+        return b.combine(node, function, [args[k] for k in names])
+    return handler
+
+
+def _expit(x):
+    return fp.div(sp.Integer(1), fp.add(sp.Integer(1), sp.exp(fp.neg(x), evaluate=False)))
+
+
+def _logit(p):
+    return sp.log(fp.div(p, fp.sub(sp.Integer(1), p)), evaluate=False)
+
+
+def _xlogy(x, y):
+    return fp.select(sp.Integer(0), sp.And(fp.relation(sp.Eq)(x, sp.Integer(0)),
+                                            sp.Not(fp.np_isnan(y))),
+                     fp.mul(x, sp.log(y, evaluate=False)))
+
+
+# scipy.special's functions (cephes/xsf): within a few ulps of these formulas
+SCIPY_ARRAYS.update({
+    "scipy.special.erf": (_special(UNARY["erf"]), ("x",), ()),
+    "scipy.special.erfc": (_special(UNARY["erfc"]), ("x",), ()),
+    "scipy.special.expit": (_special(_expit), ("x",), ()),
+    "scipy.special.logit": (_special(_logit), ("x",), ()),
+    "scipy.special.xlogy": (_special(_xlogy), ("x", "y"), ()),
+})
 
 REDUCE_ARGS = ("a", "axis")
 REDUCE_KEYWORDS = ("keepdims", "ddof", "dtype")

@@ -166,8 +166,10 @@ class ArrayLowering:
 
 def is_array_call(ex, node):
     """Whether a call in a scalar expression is an array function (reductions, where, ...)."""
-    from .array_calls import METHODS, NUMPY, NUMPY_TUPLES
+    from .array_calls import METHODS, NUMPY, NUMPY_TUPLES, SCIPY_ARRAYS, scipy_name
     func = node.func
+    if scipy_name(ex, func) in SCIPY_ARRAYS:         # erf(x[i]), scipy.special.expit(v)
+        return True
     if not isinstance(func, ast.Attribute):
         return False
     module = ex._module(func.value)

@@ -1,9 +1,9 @@
 """NumPy functions and small constructs real code uses (issue 20): logical ufuncs, sign,
 fmod, hypot, isnan/isfinite/isclose, nan-reductions, gradient, pad, convolve, trapezoid,
-cross, kron, out=/fill/copyto, reversed ranges, roll, cumsum, diff, joins, triangles,
-ranges, ufunc.outer, np.ndarray and keyword arguments, slice bounds that may be None,
-index arrays of every integer dtype, boolean mask arguments, default argument values and
-module-level constants.
+cross, kron, scipy.special's erf/expit/logit/xlogy, out=/fill/copyto, reversed ranges,
+roll, cumsum, diff, joins, triangles, ranges, ufunc.outer, np.ndarray and keyword
+arguments, slice bounds that may be None, index arrays of every integer dtype, boolean
+mask arguments, default argument values and module-level constants.
 
 Every kernel here is written for these tests. Forward results are compared with the
 kernel run as plain Python/NumPy (``py_func``; bitwise where the floating-point contract of
@@ -15,6 +15,9 @@ import math
 
 import numpy as np
 import pytest
+import scipy.special
+from scipy import special
+from scipy.special import erf
 
 from adjoint import ArgumentError, BoundsError, KernelSyntaxError, float64, jvp, kernel, symbol, vjp
 from adjoint.options import options
@@ -201,6 +204,15 @@ def products(a, b, P, V, x32):
             + np.sum(x32, dtype=np.float64) + np.cross(a[:2], b[1:]))
 
 
+def special_functions(x, p):
+    """scipy.special's ufuncs by every spelling: imported, through its module, dotted."""
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += erf(x[i]) + special.expit(x[i])
+    return (s + np.sum(scipy.special.erfc(x) * special.logit(p))
+            + np.sum(special.xlogy(x * x, p)) + special.xlogy(0.0, p[0]))
+
+
 def matrix_shapes(a, b, A):
     M = np.column_stack((a, b))
     rows = np.broadcast_to(a, (3, a.shape[0])) * np.arange(3.0)[:, None]
@@ -232,6 +244,7 @@ CASES = [
     (kernel(products), lambda rng: (rng.standard_normal(3), rng.standard_normal(3),
                                     rng.standard_normal((4, 3)), rng.standard_normal((4, 3)),
                                     rng.standard_normal(5).astype(np.float32))),
+    (kernel(special_functions), lambda rng: (rng.standard_normal(5), rng.random(5) * 0.8 + 0.1)),
     (kernel(in_place_forms), lambda rng: (rng.standard_normal(6), np.zeros(6))),
     (kernel(stencil_tools), lambda rng: (rng.standard_normal(6), rng.standard_normal((2, 4)),
                                          rng.standard_normal(3), 0.3)),
@@ -241,11 +254,11 @@ CASES = [
 IDS = ["roll_stencil", "roll_shifts", "scans", "diff", "triangles", "joins", "ranges",
        "outer", "ndarray_keywords", "slice_none", "repeat", "bool_mask_argument",
        "defaults", "defaults_given", "isclose_heaviside_count", "column_stack_trace_cbrt",
-       "cross_kron_dtype", "out_fill_copyto_reversed", "gradient_pad_convolve_trapezoid",
-       "axes_angles_erf"]
+       "cross_kron_dtype", "scipy_special", "out_fill_copyto_reversed",
+       "gradient_pad_convolve_trapezoid", "axes_angles_erf"]
 SUMS = {"ranges", "ndarray_keywords", "slice_none", "roll_shifts",     # within rounding
         "isclose_heaviside_count", "column_stack_trace_cbrt", "cross_kron_dtype",
-        "out_fill_copyto_reversed",
+        "scipy_special", "out_fill_copyto_reversed",
         "gradient_pad_convolve_trapezoid", "axes_angles_erf"}
 
 
