@@ -25,6 +25,7 @@ to a kernel:
 """
 import ast
 import copy
+import importlib
 import inspect
 import math
 import operator
@@ -214,6 +215,7 @@ def prepared(func, tree):
     """(tree, namespace, self's name or None): a bound method's tree loses its ``self``
     parameter, which becomes a name of the namespace bound to the object."""
     names = namespace(func)
+    tree = _imported(func, tree, names)
     me = self_parameter(func, tree)
     if me is not None:
         tree = copy.copy(tree)
@@ -221,6 +223,50 @@ def prepared(func, tree):
         tree.args.args = tree.args.args[1:]
         names[me] = func.__self__
     return tree, names, me
+
+
+def _imported(func, tree, names):
+    """``tree`` without the imports among its own statements (``import numpy as np``,
+    ``from scipy.special import erf``), each name they bind in ``names`` as Python binds
+    it: they run when the kernel is read, like the module's own."""
+    kept = []
+    for stmt in tree.body:
+        if not isinstance(stmt, (ast.Import, ast.ImportFrom)) or \
+                isinstance(stmt, ast.ImportFrom) and stmt.level:
+            kept.append(stmt)
+            continue
+        try:
+            for alias in stmt.names:
+                names.update(_binding(stmt, alias))
+        except (ImportError, AttributeError) as error:
+            raise KernelSyntaxError(f"`{ast.unparse(stmt)}`: {error}", *_where(func, stmt)) \
+                from None
+    if len(kept) == len(tree.body):
+        return tree
+    tree = copy.copy(tree)
+    tree.body = kept or [ast.copy_location(ast.Pass(), tree)]
+    return tree
+
+
+def _binding(stmt, alias):
+    """{name: value} that one alias of an import binds."""
+    if isinstance(stmt, ast.Import):
+        if alias.asname:
+            return {alias.asname: importlib.import_module(alias.name)}
+        top = alias.name.split(".")[0]
+        importlib.import_module(alias.name)
+        return {top: importlib.import_module(top)}
+    if alias.name == "*":
+        raise ImportError("import * is not supported in kernels; name what you use")
+    module = importlib.import_module(stmt.module)
+    value = getattr(module, alias.name, None)
+    if value is None:                           # a submodule: from scipy import special
+        try:
+            value = importlib.import_module(f"{stmt.module}.{alias.name}")
+        except ImportError:
+            raise ImportError(f"cannot import name {alias.name!r} from {stmt.module!r}") \
+                from None
+    return {alias.asname or alias.name: value}
 
 
 def resolve(tree, func):

@@ -1,5 +1,5 @@
-"""The rest of ordinary function bodies: string literals used as comments, functions
-defined in the body (``def``, ``f = lambda ...``), inlined at each call.
+"""The rest of ordinary function bodies: string literals used as comments, imports,
+functions defined in the body (``def``, ``f = lambda ...``), inlined at each call.
 
 Forward results against the function run as plain Python, gradients against central
 differences; what stays unsupported is refused naming the line."""
@@ -54,7 +54,33 @@ def returns_in_branches(u):
     return s
 
 
+def imports_inside(u):
+    """Imports among the body's own statements, as scripts write them."""
+    import math
+    import numpy
+    from scipy.special import expit as sigmoid
+    from scipy import special
+    return numpy.sum(sigmoid(u) * special.erf(u)) + math.exp(u[0])
+
+
+def test_an_import_in_a_loop_or_a_missing_name_is_refused_naming_the_line():
+    def nested(u):
+        for k in range(2):
+            import math
+        return u[0]
+
+    def missing(u):
+        from numpy import no_such_function
+        return u[0]
+    for f, message, line in ((nested, "`import math` \\(Import\\) is not supported", 2),
+                             (missing, "cannot import name 'no_such_function' from 'numpy'", 1)):
+        with pytest.raises(KernelSyntaxError, match=message) as info:
+            kernel(f)(np.ones(3))
+        assert f":{f.__code__.co_firstlineno + line}:" in str(info.value)
+
+
 CASES = [(commented, lambda r: (r.random(6),)),
+         (imports_inside, lambda r: (r.standard_normal(6),)),
          (nested_def, lambda r: (r.random(8), 1.5)),
          (lambdas, lambda r: (r.random(7),)),
          (returns_in_branches, lambda r: (r.uniform(-3, 3, 9),))]
