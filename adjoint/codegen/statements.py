@@ -284,6 +284,9 @@ class StatementPrinter:
         if decided(loop).interchange:
             self._interchanged(loop)
             return
+        if decided(loop).promoted:
+            self._promoting(loop)
+            return
         reduction = decided(loop).reduction
         if reduction and not loop.parallel:      # a parallel loop's share is not SIMD's
             # independent iterations: a reversed loop may run forwards (unit stride)
@@ -307,6 +310,26 @@ class StatementPrinter:
         if loop.tape_trips:
             self._push(f"(double)n{var}")
             self.close()
+
+    def _promoting(self, loop):
+        """The loop with the elements it keeps in locals (schedule.Promotion) read before
+        it and, those it writes, written back after it; around a loop that runs at least
+        once (an unproven index is checked for the iterations that run)."""
+        kept = decided(loop).promoted
+        self.open(f"if ({self._trips(loop)} > 0)")
+        before, names = self.hoisted, {}
+        for p in kept:
+            m = p.element
+            names[m.data, m.subset] = f"sc_reg{len(before) + len(names)}"
+            self.emit(f"{self._ctype(m.data)} {names[m.data, m.subset]} = {self.access(m)};")
+        self.hoisted = {**before, **names}
+        self._sequential_loop(replace(loop, schedule=replace(decided(loop), promoted=())))
+        self.hoisted = before
+        for p in kept:
+            if p.writes:
+                m = p.element
+                self.emit(f"{self.access(m)} = {names[m.data, m.subset]};")
+        self.close()
 
     def _interchanged(self, loop, share=None):
         """A parallel loop as its body's pieces in turn, each over the loop's iterations

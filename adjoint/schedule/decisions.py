@@ -90,6 +90,14 @@ STRIP = 256     # iterations of an Interchange with scalars of their own, at a t
 
 
 @dataclass(frozen=True)
+class Promotion:
+    """An element a sequential loop keeps in a local: read before the loop, written back
+    after it when the loop ``writes`` it (schedule/promote.py)."""
+    element: object         # a Memlet, no wcr
+    writes: bool
+
+
+@dataclass(frozen=True)
 class LoopSchedule:
     threads: Optional[Threads] = None       # None: in order, on the thread it is reached on
     threading: Optional[Threading] = None   # with threads: how
@@ -103,6 +111,7 @@ class LoopSchedule:
     simd: bool = False                      # Threading.ROWS of an innermost loop: each
     #                                         thread's rows as SIMD lanes too
     interchange: Optional[Interchange] = None   # a parallel loop's pieces, it innermost
+    promoted: tuple = ()                    # Promotions: elements kept in locals
 
 
 @dataclass(frozen=True)

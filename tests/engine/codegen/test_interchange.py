@@ -1,13 +1,14 @@
 """Parallel loops around sequential loops run with their own iterations innermost
-(schedule/interchange.py): the decision on the IR, what it prints, and values bit for
-bit those of the kernel run as Python, where an element is read and written in one
-iteration (k == i) too."""
+(schedule/interchange.py), and elements sequential loops keep in locals
+(schedule/promote.py): the decisions on the IR, what they print, and values bit for bit
+those of the kernel run as Python, where an element is read and written in one iteration
+(k == i) too."""
 import numpy as np
 
 from adjoint import float64, grad, kernel, symbol
 from adjoint.codegen import Layout, generate_module
 from adjoint.schedule import schedule
-from adjoint.schedule.decisions import Interchange
+from adjoint.schedule.decisions import Interchange, Promotion
 from adjoint.sdfg.nodes import LoopRegion, regions
 
 M, N = symbol("M"), symbol("N")
@@ -46,6 +47,20 @@ def rows(A: float64[N, M], x: float64[M], y: float64[N]):
     for j in range(N):
         for k in range(M):                  # unit stride already: not interchanged
             y[j] += A[j, k] * x[k]
+
+
+@kernel
+def substitution(A: float64[M, M], x: float64[M]):
+    for i in range(1, M):
+        for k in range(i):                  # k < i: x[i] in a local
+            x[i] -= A[i, k] * x[k]
+
+
+@kernel
+def everywhere(A: float64[M, M], x: float64[M]):
+    for i in range(1, M):
+        for k in range(M):                  # k == i reads x[i]: kept in memory
+            x[i] -= A[i, k] * x[k]
 
 
 def _args(rng, m=7, n=9):
@@ -104,6 +119,25 @@ def test_scalars_each_iteration_keeps_are_an_element_each():
 def test_a_loop_already_unit_stride_is_not_interchanged():
     B = np.random.default_rng(2).standard_normal((5, 6))
     assert not _interchanged(rows.specialize((B.T.copy(), np.ones(5), np.zeros(6))).sdfg)
+
+
+def _promoted(sdfg):
+    return [p for r, _ in regions(schedule(sdfg).body) if isinstance(r, LoopRegion)
+            for p in r.schedule.promoted]
+
+
+def test_an_element_no_other_access_can_name_is_kept_in_a_local():
+    rng = np.random.default_rng(4)
+    A, x = rng.standard_normal((9, 9)), rng.standard_normal(9)
+    kept, = _promoted(substitution.specialize((A, x)).sdfg)
+    assert isinstance(kept, Promotion) and kept.writes and kept.element.data == "x"
+    assert "sc_reg0" in _source(substitution.specialize((A, x)).sdfg)
+    assert not _promoted(everywhere.specialize((A, x)).sdfg)    # x[k] may be x[i]
+    for k in (substitution, everywhere):
+        want, got = x.copy(), x.copy()
+        k.py_func(A, want)
+        k(A, got)
+        assert np.array_equal(got, want)
 
 
 def test_the_reverse_loop_is_interchanged_and_its_gradient_is_the_hand_derived_one():
