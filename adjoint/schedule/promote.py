@@ -4,12 +4,12 @@
 every iteration; the compiler cannot tell ``B[i, j]`` from ``B[k, j]``, so each
 iteration stores it and the next loads it back: a chain through memory. Where every
 other access to the container in the loop provably names another element (``k - i >=
-1`` over the loops' ranges, ``analysis.bounds.minimum``), the element is read into a
+1`` over the loops' ranges, ``analysis.bounds.apart``), the element is read into a
 local before the loop and written back after it: the same operations in the same
 order, in a register."""
 import sympy as sp
 
-from ..analysis.bounds import minimum
+from ..analysis.bounds import apart
 from ..analysis.dependence import counted
 from ..sdfg.nodes import Memlet, Pop, Push, index_loads
 from ..sdfg.visit import tasklets_only
@@ -40,7 +40,7 @@ def promoted(loop, containers, outer):
         for subset in accessed:
             if loop.var in _symbols(subset) or any(index_loads(e) for e in subset):
                 continue
-            if all(_apart(subset, other, loops) for other in accessed if other != subset):
+            if all(apart(subset, other, loops) for other in accessed if other != subset):
                 found.append(Promotion(Memlet(name, subset), accessed[subset]))
     return tuple(found)
 
@@ -56,17 +56,3 @@ def _memlets(node):
 
 def _symbols(subset):
     return set().union(*(sp.sympify(e).free_symbols for e in subset))
-
-
-def _apart(x, y, loops):
-    """Whether indices ``x`` and ``y`` differ by at least one in some dimension at every
-    point of the ``loops``."""
-    for a, b in zip(x, y):
-        if index_loads(a) or index_loads(b):
-            continue
-        d = sp.expand(sp.sympify(a) - sp.sympify(b))
-        for e in (d - 1, -d - 1):
-            low = minimum(e, loops)
-            if low is not None and low.is_nonnegative:
-                return True
-    return False

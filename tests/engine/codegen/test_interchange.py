@@ -1,15 +1,16 @@
 """Parallel loops around sequential loops run with their own iterations innermost
-(schedule/interchange.py), and elements sequential loops keep in locals
-(schedule/promote.py): the decisions on the IR, what they print, and values bit for bit
-those of the kernel run as Python, where an element is read and written in one iteration
-(k == i) too."""
+(schedule/interchange.py), elements sequential loops keep in locals (schedule/promote.py)
+and an element a loop accumulates, recorded once before it (autodiff/reverse.py:
+_element_snapshots): the decisions on the IR, what they print, values bit for bit those
+of the kernel run as Python, where an element is read and written in one iteration
+(k == i) too, and hand-derived gradients."""
 import numpy as np
 
 from adjoint import float64, grad, kernel, symbol
 from adjoint.codegen import Layout, generate_module
 from adjoint.schedule import schedule
 from adjoint.schedule.decisions import Interchange, Promotion
-from adjoint.sdfg.nodes import LoopRegion, regions
+from adjoint.sdfg.nodes import LoopRegion, Push, regions, walk
 
 M, N = symbol("M"), symbol("N")
 
@@ -150,3 +151,22 @@ def test_the_reverse_loop_is_interchanged_and_its_gradient_is_the_hand_derived_o
     want = 2 * L.T @ (L @ B)
     got = grad(triangular, wrt="B")(alpha, A, B.copy())
     np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13)
+
+
+def test_an_accumulated_element_is_recorded_once_before_its_loop():
+    """trmm's record pushes B[i, j] before the loop over k adding into it, not at each
+    addition (no reverse partial there reads B[i, j]: B[k, j] has k > i), and its
+    reverse pops it after that loop's reverse: the gradient is the hand-derived one."""
+    alpha, A, B = _args(np.random.default_rng(5))
+    spec = triangular.specialize((alpha, A, B))
+    adjoint = spec.backward(frozenset({"alpha", "A", "B"}), frozenset({"__return"})).adjoint
+    inner = [r for region in adjoint.regions for r, _ in regions(region.record.body)
+             if isinstance(r, LoopRegion) and str(r.var) == "k"]
+    assert inner and not any(isinstance(n, Push) for k in inner for n, _ in walk(k.body))
+    L = alpha * (np.eye(len(A)) + np.triu(A.T, 1))
+    out = L @ B
+    g_alpha, g_A, g_B = grad(triangular, wrt=("alpha", "A", "B"))(alpha, A, B.copy())
+    np.testing.assert_allclose(g_B, 2 * L.T @ out, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(g_A, np.triu(2 * alpha * out @ B.T, 1).T, rtol=1e-13,
+                               atol=1e-13)
+    np.testing.assert_allclose(g_alpha, np.sum(2 * out * out) / alpha, rtol=1e-13)
