@@ -490,6 +490,20 @@ def minimum(expr, loops):
     return expr
 
 
+def apart(x, y, loops):
+    """Whether subsets ``x`` and ``y`` differ by at least one in some index at every point
+    of the ``loops`` (outermost first): they never name one element there."""
+    for a, b in zip(x, y):
+        if index_loads(a) or index_loads(b):
+            continue
+        d = sp.expand(sp.sympify(a) - sp.sympify(b))
+        for e in (d - 1, -d - 1):
+            low = minimum(e, loops)
+            if low is not None and low.is_nonnegative:
+                return True
+    return False
+
+
 def _at_minimum(expr, v, lo, hi):
     """``expr`` at the end of ``[lo, hi]`` where it is smallest (affine in v), or None."""
     if v not in expr.free_symbols:
@@ -521,4 +535,4 @@ def _abstract_loads(expr, ranges):
     return sp.expand(expr)
 
 
-__all__ = ["Fits", "IndexCheck", "index_checks", "minimum"]
+__all__ = ["Fits", "IndexCheck", "apart", "index_checks", "minimum"]

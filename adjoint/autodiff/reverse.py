@@ -18,14 +18,16 @@ from dataclasses import dataclass, field, replace
 import sympy as sp
 
 from ..analysis.activity import active_containers, written_containers
+from ..analysis.bounds import apart, minimum
 from ..analysis.dependence import countable, counted, injective, private_scalar
 from ..sdfg.arithmetic import ADJOINT
 from ..library.base import Rules
 from ..schedule.tape import as_loops
 from ..sdfg.nodes import (SDFG, ConditionalRegion, Container, Guard, LibraryNode, LoopRegion,
                           MapScope, Memlet, Pop, Push, Sequence, State, Tasklet,
-                          condition_containers, every_element, guarded_branches,
+                          condition_containers, every_element, guarded_branches, index_loads,
                           library_nodes, loops, self_update, tasklets, walk)
+from ..sdfg.visit import leaves
 from .first_touch import assign_first
 from .gather import gather
 from .partials import partial, times
@@ -320,6 +322,11 @@ def _readers(body, containers, active, rerun=None):
 
 def _partial_reads(t, active):
     """Containers some partial derivative of the active tasklet ``t`` reads."""
+    return (m.data for m in _partial_memlets(t, active))
+
+
+def _partial_memlets(t, active):
+    """The memlets (elements) some partial derivative of the active tasklet ``t`` reads."""
     conns = t.connector_memlets()
     for memlet, expr in t.outputs:
         if memlet.data not in active:
@@ -327,7 +334,7 @@ def _partial_reads(t, active):
         for conn in expr.free_symbols & conns.keys():
             if conns[conn].data in active:
                 for s in partial(expr, conn).free_symbols & conns.keys():
-                    yield conns[s].data
+                    yield conns[s]
 
 
 def _writers(body, name):
@@ -356,8 +363,8 @@ class _Recorded:
     """Which writes push the element they overwrite: for each recorded container, None
     (every write) or the nodes whose writes alone need it (see _pushed);
     ``claims``: the max/min reductions reversed without a record (see _claims);
-    ``snapshots``: a loop -> containers pushed whole before it instead of by its
-    writes, ``per_iteration``: a loop -> scalars pushed at the end of each
+    ``snapshots``: a loop -> containers pushed whole (or elements, as Memlets) before it
+    instead of by its writes, ``per_iteration``: a loop -> scalars pushed at the end of each
     iteration instead, ``zeroed``: a loop -> those scalars, of it or of a loop in
     it (see _per_iteration), ``covered``: the writes either replaces,
     as (node, container); ``recompute``: temporaries re-run in the reverse
@@ -444,26 +451,32 @@ def _pushes_whole(node, name, container, recorded, active):
 def _snapshots(body, recorded, containers, active):
     """Containers to push whole before a nested loop rather than at each write inside it:
     those the loop overwrites again and again (a pressure solve's ``p`` every inner
-    iteration) and no reverse partial inside it reads. Its reverse then needs none of
-    their values; popping the snapshot after it restores them. Loops directly in the
-    region are left alone (the store/recompute plan runs those in segments)."""
+    iteration) and no reverse partial inside it reads; and single elements so (see
+    _element_snapshots: trmm's ``B[i, j]`` over k). Its reverse then needs none of their
+    values; popping the snapshot after it restores them. Loops directly in the region
+    are left alone (the store/recompute plan runs those in segments)."""
     snapshots, covered = {}, set()
 
-    def visit(region, depth, taken):
+    def visit(region, depth, taken, outer):
         if isinstance(region, Sequence):
             for element in region.elements:
-                visit(element, depth, taken)
+                visit(element, depth, taken, outer)
         elif isinstance(region, ConditionalRegion):
             for _, branch in region.branches:
-                visit(branch, depth, taken)
+                visit(branch, depth, taken, outer)
         elif isinstance(region, LoopRegion):
             names = () if depth == 0 else _snapshot_names(region, recorded, containers,
                                                           active, taken)
-            if names:
-                snapshots[region] = names
-                covered.update((t, n) for n in names for t, _ in _writers(region.body, n))
-            visit(region.body, depth + 1, taken | set(names))
-    visit(body, 0, frozenset())
+            taken = taken | set(names)
+            elements = () if depth == 0 else _element_snapshots(
+                region, recorded, containers, active, taken, outer)
+            if names or elements:
+                snapshots[region] = names + elements
+                covered.update((t, n) for n in names + tuple(m.data for m in elements)
+                               for t, _ in _writers(region.body, n))
+            visit(region.body, depth + 1, taken | {m.data for m in elements},
+                  outer + (region,))
+    visit(body, 0, frozenset(), ())
     return replace(recorded, snapshots=snapshots, covered=recorded.covered | covered)
 
 
@@ -475,6 +488,63 @@ def _snapshot_names(loop, recorded, containers, active, taken):
         if writes and _rewrites(loop, writes, name, containers[name]):
             names.append(name)
     return tuple(names)
+
+
+def _element_snapshots(loop, recorded, containers, active, taken, outer):
+    """Elements (Memlets) of recorded arrays to push once before ``loop`` (inside the
+    ``outer`` loops): an array every write of which in the loop, by tasklets outside
+    maps, names one element at an address the loop's variables do not move (an element
+    accumulated: ``B[i, j] += A[k, i] * B[k, j]`` over k), and no reverse partial or
+    decision inside the loop reads that element: each read of the array by a partial
+    differs from it in some index by at least one over the loops' ranges
+    (``bounds.apart``; ``B[k, j]`` with k > i). The element is read where the loop may
+    run no iteration: only one proven in bounds over the ``outer`` loops."""
+    inner = {loop.var} | {r.var for _, context in walk(loop.body) for r in context
+                          if isinstance(r, LoopRegion)} | \
+        {p for node, _ in walk(loop.body) if isinstance(node, MapScope) for p in node.params}
+    readers = _readers(loop.body, containers, active, recorded.recompute.reads)
+    found = []
+    for name in sorted(recorded.names - taken):
+        if containers[name].is_scalar or any(
+                t is None or name in recorded.recompute.reads.get(t, ())
+                for t, _ in readers.get(name, ())):
+            continue
+        writes, whole = set(), False      # whole: a library node's or a map's writes
+        for node, _ in walk(loop.body):
+            for _, leaf in leaves(node):
+                if isinstance(leaf, LibraryNode) and name in leaf.writes():
+                    whole = True
+                elif isinstance(leaf, Tasklet):
+                    for m, _ in leaf.outputs:
+                        if m.data == name:
+                            writes.add(m.subset)
+                            whole |= isinstance(node, MapScope)
+        if whole or len(writes) != 1:
+            continue
+        element, = writes
+        if any(index_loads(e) or sp.sympify(e).free_symbols & inner for e in element) or \
+                not _in_bounds(element, containers[name].shape, outer):
+            continue
+        if not any(recorded.pushes(t, Memlet(name, element))
+                   for t, _ in _writers(loop.body, name)):
+            continue
+        if all(apart(element, m.subset, tuple(outer) + (loop,) + tuple(
+                r for r in context if isinstance(r, LoopRegion)) + around)
+               for node, context in walk(loop.body) for around, leaf in leaves(node)
+               if isinstance(leaf, Tasklet)
+               for m in _partial_memlets(leaf, active) if m.data == name):
+            found.append(Memlet(name, element))
+    return tuple(found)
+
+
+def _in_bounds(subset, shape, loops):
+    """Whether ``subset`` is proven inside ``shape`` at every point of the ``loops``."""
+    for e, n in zip(subset, shape):
+        for bound in (sp.expand(e), sp.expand(n - 1 - e)):
+            low = minimum(bound, loops)
+            if low is None or not low.is_nonnegative:
+                return False
+    return True
 
 
 def _rewrites(loop, writes, name, container):
@@ -557,7 +627,9 @@ def _record(region, recorded, containers):
         names = recorded.snapshots.get(region, ())
         if not names:
             return loop
-        pushes = [n for name in names for n in _push_all(containers[name], region.line)]
+        pushes = [n for name in names for n in (
+            (Push(name, region.line),) if isinstance(name, Memlet)
+            else _push_all(containers[name], region.line))]
         return Sequence((State(tuple(pushes)), loop))
     if isinstance(region, ConditionalRegion):
         return ConditionalRegion(tuple((c, _record(b, recorded, containers))
@@ -608,7 +680,8 @@ class _Reverser:
             loop = replace(region, body=body, reverse=not region.reverse, tape_trips=False,
                            zeroed=zeroed)
             names = self.recorded.snapshots.get(region, ())
-            return Sequence((loop, *(self.restore(self.containers[n], region.line)
+            return Sequence((loop, *(State((Pop(n, region.line),)) if isinstance(n, Memlet)
+                                     else self.restore(self.containers[n], region.line)
                                      for n in reversed(names)))) if names else loop
         if isinstance(region, ConditionalRegion):
             return ConditionalRegion(tuple((c, self.region(b)) for c, b in region.branches),

@@ -469,6 +469,9 @@ class OpenMPPrinter(StatementPrinter):
         var = c_name(loop.var, self.names)
 
         def iterations(share=None):
+            if plan.interchange:        # its pieces in turn, each lane at its block
+                self._interchanged(loop, share or (0, f"n{var}"))
+                return
             if slotted:                 # the slots' counter, for each copy of the loop
                 self._use_slots(loop, int(per), kind == "pop")
             if share and plan.slot_reduction:   # a share's sums in SIMD accumulators

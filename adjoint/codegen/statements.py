@@ -27,7 +27,7 @@ from ..sdfg.nodes import (ConditionalRegion, Guard, LoopRegion, MapScope, Pop, P
                           SEGMENT, LibraryNode, Memlet, State, Tasklet, condition_containers,
                           guarded_branches, index_loads, regions)
 from ..sdfg.visit import leaves, tasklets_only
-from ..schedule.decisions import LoopSchedule
+from ..schedule.decisions import STRIP, LoopSchedule
 from ..analysis.dependence import countable
 from ..sdfg.arithmetic import IntCast, common_subexpressions, evaluated, reassociable
 from .printer import C_TYPES, CPrinter, c_name, identifier
@@ -281,6 +281,12 @@ class StatementPrinter:
             self.close()
             self.close()
             return
+        if decided(loop).interchange:
+            self._interchanged(loop)
+            return
+        if decided(loop).promoted:
+            self._promoting(loop)
+            return
         reduction = decided(loop).reduction
         if reduction and not loop.parallel:      # a parallel loop's share is not SIMD's
             # independent iterations: a reversed loop may run forwards (unit stride)
@@ -304,6 +310,112 @@ class StatementPrinter:
         if loop.tape_trips:
             self._push(f"(double)n{var}")
             self.close()
+
+    def _promoting(self, loop):
+        """The loop with the elements it keeps in locals (schedule.Promotion) read before
+        it and, those it writes, written back after it; around a loop that runs at least
+        once (an unproven index is checked for the iterations that run)."""
+        kept = decided(loop).promoted
+        self.open(f"if ({self._trips(loop)} > 0)")
+        before, names = self.hoisted, {}
+        for p in kept:
+            m = p.element
+            names[m.data, m.subset] = f"sc_reg{len(before) + len(names)}"
+            self.emit(f"{self._ctype(m.data)} {names[m.data, m.subset]} = {self.access(m)};")
+        self.hoisted = {**before, **names}
+        self._sequential_loop(replace(loop, schedule=replace(decided(loop), promoted=())))
+        self.hoisted = before
+        for p in kept:
+            if p.writes:
+                m = p.element
+                self.emit(f"{self.access(m)} = {names[m.data, m.subset]};")
+        self.close()
+
+    def _interchanged(self, loop, share=None):
+        """A parallel loop as its body's pieces in turn, each over the loop's iterations
+        (``share``: a thread's, of its iteration counter), inside a sequential loop's
+        piece as its innermost loop, the iterations as SIMD lanes (schedule.Interchange):
+        each iteration's statements run in their order, and the iterations are
+        independent. A loop that pushes puts each iteration's values where the serial
+        loop does (in its slots, or in the q-th block of ``per`` values from
+        ``sc_tp0``), in the tape span it reserves at once when not given a share (see
+        _taped_parallel). The scalars each iteration keeps are arrays of a strip of
+        iterations, from zero (as _private's copies)."""
+        plan = decided(loop).interchange
+        n = f"n{c_name(loop.var, self.names)}"
+        if share is None:
+            if plan.offsets is None:
+                self.open("")
+                self.emit(f"const int64_t {n} = {self._trips(loop)};")
+                self._interchanged(loop, ("0", n))
+                self.close()
+            else:
+                def run():
+                    if not plan.slotted:
+                        self.emit("const int64_t sc_tp0 = sc_tp;")
+                    self._interchanged(loop, ("0", n))
+                self._tape_span(loop, plan.per, False, run)
+            return
+        before = self.hoisted
+        if plan.own:
+            k0, k1 = share
+            self.open(f"for (int64_t sc_jb = {k0}; sc_jb < {k1}; sc_jb += {STRIP})")
+            self.emit(f"const int64_t sc_je = sc_imin(sc_jb + {STRIP}, {k1});")
+            var = c_name(loop.var, self.names)
+            own = {}
+            for name, subset in plan.own:
+                x = identifier("sc_x_", name)
+                if not any(n == name for n, _ in own):
+                    self.emit(f"{self._ctype(name)} {x}[{STRIP}] = {{0}};")
+                own[name, subset] = f"{x}[k{var} - sc_jb]"
+            self.hoisted = {**before, **own}
+            share = ("sc_jb", "sc_je")
+        for k, piece in enumerate(plan.pieces):
+            offset = None if plan.offsets is None else plan.offsets[k]
+            if not isinstance(piece, LoopRegion):
+                self._lanes(loop, piece, share, offset)
+                continue
+            self.loop_vars.append(piece.var)
+            self.open("")
+            self.emit(f"const int64_t n{c_name(piece.var, self.names)} = {self._trips(piece)};")
+            self._open_counted(piece, not piece.reverse)
+            self._lanes(loop, piece.body, share, offset, piece)
+            self.close()
+            self.close()
+            self.loop_vars.pop()
+        if plan.own:
+            self.hoisted = before
+            self.close()
+
+    def _lanes(self, loop, body, share, offset, around=None):
+        """``body`` over ``share`` of ``loop``'s iterations as SIMD lanes (an interchanged
+        piece, inside the sequential loop ``around``). Where the loop pushes, each lane's
+        values at ``offset``: its c-th in slot offset + c of the loop's (slotted), else
+        at offset + c in its iteration's block, in the slots of ``around`` where that
+        one pushes."""
+        plan = decided(loop).interchange
+        var = c_name(loop.var, self.names)
+        self.loop_vars.append(loop.var)
+        self.open("")
+        nodes = tasklets_only(body, allow=(Push,))
+        hoisted = self._hoist([n for n in nodes if isinstance(n, Tasklet)],
+                              [name for name, _ in plan.own])
+        self.emit("#pragma omp simd")
+        self._open_counted(loop, True, share)
+        slots, pushes = self.slots, sum(isinstance(n, Push) for n in nodes)
+        if offset is not None and plan.slotted:
+            self.slots = [f"n{var}", f"k{var}", offset, 1]
+        elif offset is not None:
+            self.emit(f"int64_t sc_tp = sc_tp0 + k{var} * ({self.index.doprint(plan.per)}) + "
+                      f"({self.index.doprint(offset)});")
+            if around is not None and pushes:
+                self._use_slots(around, pushes, 0)
+        self.region(body)
+        self.slots = slots
+        self.close()
+        self._unhoist(hoisted)
+        self.close()
+        self.loop_vars.pop()
 
     def _poll(self, loop):
         """At the top of a loop that may run long (a while loop, or one around loop

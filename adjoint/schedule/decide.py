@@ -5,11 +5,12 @@ On the CPU (C with OpenMP) it marks what may run on threads (``analysis.parallel
 turns each map that pushes or pops into its loops (``tape.as_loops``, as reverse mode
 builds them), and records per loop: threads and how they share it out (the cost model,
 ``cost``), the tape's slots and the places its threads' values go (``tape``), SIMD sums
-(``simd``) and whether it polls for Ctrl-C; per map: threads, per-thread copies and
-partial sums, SIMD sums; per branch: whether its writes are selects. On the GPU it
-marks the kernels (``analysis.device``) and records each one's grid (``Kernel``,
-``MapKernel``), polls and selects; kernels have no SIMD sums, slots or OpenMP threads
-(their tape positions are their own).
+(``simd``), a parallel loop's pieces run with it innermost (``interchange``), the
+elements a sequential one keeps in locals (``promote``) and whether it polls for
+Ctrl-C; per map: threads, per-thread copies and partial sums, SIMD sums; per branch:
+whether its writes are selects. On the GPU it marks the kernels (``analysis.device``)
+and records each one's grid (``Kernel``, ``MapKernel``), polls and selects; kernels have
+no SIMD sums, slots or OpenMP threads (their tape positions are their own).
 """
 from dataclasses import replace
 
@@ -23,6 +24,8 @@ from ..sdfg.visit import Transformer, tasklets_only
 from .cost import loop_threads, map_threads
 from .decisions import (BranchSchedule, Kernel, LoopSchedule, MapKernel, MapSchedule,
                         Reduction, TapeShare, Threading)
+from .interchange import interchange
+from .promote import promoted
 from .simd import as_access, simd_reduction
 from .tape import as_loops, records, slot_layout, uses_tape
 
@@ -87,13 +90,21 @@ class _Scheduler(Transformer):
         elif threads:
             threading = Threading.SUMMED if loop.sums else \
                 Threading.SHARED if nested else Threading.ROWS
+        pieces = interchange(loop, self.containers)
+        if pieces and threading is Threading.ROWS:  # each share's pieces in turn
+            threading = Threading.SHARED
         slots = slot_layout(loop)
         # independent iterations, nothing inside but tasklets: SIMD's as well (GCC does
         # not see past the pointers OpenMP hands the loop's outlined function)
         simd = threading is Threading.ROWS and \
             tasklets_only(loop.body, allow=(Push, Pop)) is not None
-        return LoopSchedule(threads, threading, tape, self._reduction(loop), slots,
-                            self._slot_reduction(loop) if slots else None, polls, simd=simd)
+        reduction = self._reduction(loop)
+        slot_reduction = self._slot_reduction(loop) if slots else None
+        # elements in locals where no SIMD sums take them
+        kept = promoted(loop, self.containers, self.loops) \
+            if not (reduction or slot_reduction) else ()
+        return LoopSchedule(threads, threading, tape, reduction, slots, slot_reduction, polls,
+                            simd=simd, interchange=pieces, promoted=kept)
 
     def _reduction(self, loop):
         """SIMD sums of the loop run in order (as it is, or as the one-thread copy of a

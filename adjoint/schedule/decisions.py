@@ -70,6 +70,34 @@ class MapKernel:
 
 
 @dataclass(frozen=True)
+class Interchange:
+    """A parallel loop run as its body's ``pieces`` in order (regions: sequential loops,
+    and the statements between them), each over the loop's range (a thread's share of
+    it); in a sequential loop's piece the parallel loop runs innermost, its iterations as
+    SIMD lanes (schedule/interchange.py). A loop that pushes ``per`` values an iteration
+    pushes each piece's from its ``offsets`` (None: no tape) in the iteration's block,
+    or in its slots where ``slotted``. ``own``: the scalars each iteration keeps, as the
+    (name, subset) they are accessed by, one element per iteration (strips of STRIP
+    iterations at a time)."""
+    pieces: tuple
+    offsets: Optional[tuple] = None
+    per: sp.Expr = sp.Integer(0)
+    slotted: bool = False
+    own: tuple = ()
+
+
+STRIP = 256     # iterations of an Interchange with scalars of their own, at a time
+
+
+@dataclass(frozen=True)
+class Promotion:
+    """An element a sequential loop keeps in a local: read before the loop, written back
+    after it when the loop ``writes`` it (schedule/promote.py)."""
+    element: object         # a Memlet, no wcr
+    writes: bool
+
+
+@dataclass(frozen=True)
 class LoopSchedule:
     threads: Optional[Threads] = None       # None: in order, on the thread it is reached on
     threading: Optional[Threading] = None   # with threads: how
@@ -82,6 +110,8 @@ class LoopSchedule:
     kernel: Optional[Kernel] = None         # on the GPU, a marked loop's kernel
     simd: bool = False                      # Threading.ROWS of an innermost loop: each
     #                                         thread's rows as SIMD lanes too
+    interchange: Optional[Interchange] = None   # a parallel loop's pieces, it innermost
+    promoted: tuple = ()                    # Promotions: elements kept in locals
 
 
 @dataclass(frozen=True)
