@@ -1,7 +1,7 @@
 """NumPy functions and small constructs real code uses (issue 20): logical ufuncs, sign,
 fmod, hypot, isnan/isfinite/isclose, nan-reductions, gradient, pad, convolve, trapezoid,
-cross, kron, scipy.special's erf/expit/logit/xlogy, out=/fill/copyto, reversed ranges,
-roll, cumsum, diff, joins, triangles, ranges, ufunc.outer, np.ndarray and keyword
+cross, kron, interp, scipy.special's erf/expit/logit/xlogy, out=/fill/copyto, reversed
+ranges, roll, cumsum, diff, joins, triangles, ranges, ufunc.outer, np.ndarray and keyword
 arguments, slice bounds that may be None, index arrays of every integer dtype, boolean
 mask arguments, default argument values and module-level constants.
 
@@ -213,6 +213,15 @@ def special_functions(x, p):
             + np.sum(special.xlogy(x * x, p)) + special.xlogy(0.0, p[0]))
 
 
+def profile(z, zp, tp):
+    """Interpolating a profile, as column models read their forcing."""
+    t = np.interp(z, zp, tp) + np.interp(z * 0.5, zp, tp, left=-1.0, right=2.5)
+    s = 0.0
+    for i in range(z.shape[0]):
+        s += np.interp(z[i] + 0.25, zp, tp) ** 2
+    return np.sum(t * t) + s
+
+
 def matrix_shapes(a, b, A):
     M = np.column_stack((a, b))
     rows = np.broadcast_to(a, (3, a.shape[0])) * np.arange(3.0)[:, None]
@@ -245,6 +254,8 @@ CASES = [
                                     rng.standard_normal((4, 3)), rng.standard_normal((4, 3)),
                                     rng.standard_normal(5).astype(np.float32))),
     (kernel(special_functions), lambda rng: (rng.standard_normal(5), rng.random(5) * 0.8 + 0.1)),
+    (kernel(profile), lambda rng: (rng.uniform(-1.0, 7.0, 9), np.cumsum(rng.uniform(0.5, 1.5, 6)),
+                                   rng.standard_normal(6))),
     (kernel(in_place_forms), lambda rng: (rng.standard_normal(6), np.zeros(6))),
     (kernel(stencil_tools), lambda rng: (rng.standard_normal(6), rng.standard_normal((2, 4)),
                                          rng.standard_normal(3), 0.3)),
@@ -254,11 +265,11 @@ CASES = [
 IDS = ["roll_stencil", "roll_shifts", "scans", "diff", "triangles", "joins", "ranges",
        "outer", "ndarray_keywords", "slice_none", "repeat", "bool_mask_argument",
        "defaults", "defaults_given", "isclose_heaviside_count", "column_stack_trace_cbrt",
-       "cross_kron_dtype", "scipy_special", "out_fill_copyto_reversed",
+       "cross_kron_dtype", "scipy_special", "interp", "out_fill_copyto_reversed",
        "gradient_pad_convolve_trapezoid", "axes_angles_erf"]
 SUMS = {"ranges", "ndarray_keywords", "slice_none", "roll_shifts",     # within rounding
         "isclose_heaviside_count", "column_stack_trace_cbrt", "cross_kron_dtype",
-        "scipy_special", "out_fill_copyto_reversed",
+        "scipy_special", "interp", "out_fill_copyto_reversed",
         "gradient_pad_convolve_trapezoid", "axes_angles_erf"}
 
 
@@ -415,6 +426,21 @@ def test_nan_reductions_ignore_nans_as_numpy():
     _, pullback = vjp(kernel(lambda x: np.nansum(x * x)), x)
     np.testing.assert_array_equal(pullback({"return": 1.0})["x"],
                                   np.where(np.isnan(x), 0.0, 2.0 * x))
+
+
+def test_interp_is_numpys_at_knots_ends_nan_and_one_point(monkeypatch):
+    xp = np.array([0.0, 1.0, 1.5, 3.0, 4.0, 6.0])
+    fp = np.array([1.0, -1.0, 2.0, 0.5, 0.0, 3.0])
+    x = np.array([-1.0, 0.0, 0.3, 1.0, 1.2, 2.9, 3.0, 5.5, 6.0, 7.0, np.nan, -np.inf, np.inf])
+    k = kernel(lambda x, xp, fp: np.interp(x, xp, fp))
+    np.testing.assert_array_equal(k(x, xp, fp), np.interp(x, xp, fp))
+    np.testing.assert_array_equal(k(x, xp[:1].copy(), fp[:1].copy()),
+                                  np.interp(x, xp[:1], fp[:1]))
+    A = x[:12].reshape(3, 4).copy()
+    np.testing.assert_array_equal(k(A, xp, fp), np.interp(A, xp, fp))
+    monkeypatch.setattr(options, "device", "cuda")
+    monkeypatch.setattr(options, "cuda_emulation", True)
+    np.testing.assert_array_equal(k(x, xp, fp), np.interp(x, xp, fp))
 
 
 def test_isclose_is_numpys_at_special_values():
