@@ -100,6 +100,9 @@ def call(b, node):
     if name == "sum" and len(node.args) == 1 and not node.keywords and \
             b.expr(node.args[0]).rank:          # Python's sum of an array's rows, in order
         return reduction(b, node, "pysum", b.expr(node.args[0]), (0,), False)
+    if name in ("max", "min") and len(node.args) == 1 and not node.keywords and \
+            b.expr(node.args[0]).rank == 1:
+        return _builtin_extreme(b, node, name, b.expr(node.args[0]))
     if name in SCALAR_BUILTINS:
         return _scalar_only(b, node, f"{name}()", SCALAR_BUILTINS[name])
     return None
@@ -115,6 +118,16 @@ def scipy_function(value):
         if loaded is not None and getattr(loaded, attr, None) is value:
             return name
     return None
+
+
+def _builtin_extreme(b, node, name, x):
+    """Python's ``max(x)`` / ``min(x)`` of a vector: ``m = x[0]``, then ``m = v`` for each
+    later ``v`` beyond it (the first of equals; nan only as the first element). That is
+    the extreme of ``x[1:]`` folded from -inf (+inf) where it beats ``x[0]``."""
+    rest = _along(x, 0, ("slice", sp.Integer(1), 1, x.shape[0] - 1))
+    extreme = reduction(b, node, "py" + name, rest, (0,), False)
+    fold = fp.BUILTIN[name]
+    return ArrayExpr((), lambda q: fold(number(x.at((sp.Integer(0),))), extreme.at(())))
 
 
 def scipy_call(b, node):
@@ -1558,6 +1571,8 @@ def _reduce(kind):
             a = _converted(a, dtype)
         axes = _axes(b, args.get("axis"), a.rank)
         keep = _flag(b, args, "keepdims")
+        if args.get("where") is not None:
+            return _reduce_where(b, node, kind, a, args["where"], axes, keep)
         if kind == "mean":
             return mean(b, node, a, axes, keep)
         if kind in ("var", "std"):
@@ -1570,6 +1585,24 @@ def _reduce(kind):
             return ArrayExpr(out.shape, lambda index: truth(out.at(index)), True)
         return reduction(b, node, kind, a, axes, keep)
     return handler
+
+
+def _reduce_where(b, node, kind, a, where, axes, keep):
+    """``np.sum/prod/mean(a, where=m)``: the elements ``m`` (broadcast to ``a``) leaves out
+    count as the identity; a mean divides by how many it keeps."""
+    if kind not in ("sum", "prod", "mean"):
+        raise b.src.error(node, f"`{ast.unparse(node)}`: where= is supported for sum, prod "
+                                "and mean (a maximum needs initial=: use np.where)")
+    other = sp.Integer(1 if kind == "prod" else 0)
+    kept = b.combine(node, lambda v, m: fp.select(number(v), truth(m), other), [a, where],
+                     lambda v: v)
+    total = reduction(b, node, "prod" if kind == "prod" else "sum", kept, axes, keep)
+    if kind != "mean":
+        return total
+    ones = b.combine(node, lambda v, m: fp.select(sp.Integer(1), truth(m), sp.Integer(0)),
+                     [a, where], lambda v: v)
+    count = reduction(b, node, "sum", ones, axes, keep)
+    return ArrayExpr(total.shape, lambda q: fp.div(total.at(q), count.at(q)))
 
 
 def _cov(b, node, args):
@@ -1717,13 +1750,13 @@ NUMPY = {
     "fliplr": (_flip(1), ("m",), ()),
     "reshape": (_reshape, ("a", "newshape"), ("shape",)),
     "ravel": (_ravel, ("a",), ()),
-    "sum": (_reduce("sum"), REDUCE_ARGS, ("keepdims", "dtype")),
-    "prod": (_reduce("prod"), REDUCE_ARGS, ("keepdims", "dtype")),
+    "sum": (_reduce("sum"), REDUCE_ARGS, ("keepdims", "dtype", "where")),
+    "prod": (_reduce("prod"), REDUCE_ARGS, ("keepdims", "dtype", "where")),
     "max": (_reduce("max"), REDUCE_ARGS, ("keepdims",)),
     "amax": (_reduce("max"), REDUCE_ARGS, ("keepdims",)),
     "min": (_reduce("min"), REDUCE_ARGS, ("keepdims",)),
     "amin": (_reduce("min"), REDUCE_ARGS, ("keepdims",)),
-    "mean": (_reduce("mean"), REDUCE_ARGS, ("keepdims", "dtype")),
+    "mean": (_reduce("mean"), REDUCE_ARGS, ("keepdims", "dtype", "where")),
     "any": (_reduce("any"), REDUCE_ARGS, ("keepdims",)),
     "all": (_reduce("all"), REDUCE_ARGS, ("keepdims",)),
     "var": (_reduce("var"), REDUCE_ARGS, REDUCE_KEYWORDS),

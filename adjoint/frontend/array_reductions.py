@@ -17,8 +17,10 @@ from .array_stores import map_ranges, tasklet_body, temporary
 
 IDENTITY = {"sum": sp.Integer(0), "prod": sp.Integer(1), "max": -sp.oo, "min": sp.oo,
             "nanmax": -sp.oo, "nanmin": sp.oo,       # fmax(x, nan) is x
-            "pysum": sp.Integer(0)}                  # builtin sum(): a loop, in order
-COMBINE = {"prod": fp.mul, "pysum": fp.add, "max": BINARY["maximum"], "min": BINARY["minimum"],
+            "pysum": sp.Integer(0),                  # builtin sum(): a loop, in order
+            "pymax": -sp.oo, "pymin": sp.oo}
+COMBINE = {"prod": fp.mul, "pysum": fp.add, "pymax": fp.BUILTIN["max"],
+           "pymin": fp.BUILTIN["min"], "max": BINARY["maximum"], "min": BINARY["minimum"],
            "nanmax": BINARY["fmax"], "nanmin": BINARY["fmin"]}
 
 

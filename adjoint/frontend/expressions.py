@@ -491,6 +491,9 @@ class ExpressionBuilder:
                                        "not supported")
         name = self._function_name(node.func)
         args = node.args
+        if name in ("sum", "min", "max") and len(args) == 1 and self._builtin_name(node.func) \
+                and self.kernel.array_shape(self, args[0]):     # max(x): over its elements
+            return self.kernel.scalar_value(self, node)
         if name in ("min", "max") and len(args) >= 2 and self._builtin_name(node.func):
             return BUILTIN[name](*(self._value(a, elementwise) for a in args))
         if name == "float" and len(args) == 1:

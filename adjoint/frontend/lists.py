@@ -378,6 +378,8 @@ def substituted(kernel, node):
             if f.id != "sum" and len(kernel.scope[args[0].id].shape) > 1:
                 raise kernel.src.error(n, f"`{ast.unparse(n)}` compares arrays, which Python "
                                           f"refuses; use np.{f.id}(..., axis=0)")
+            if f.id != "sum":           # Python's max of numbers (a nan loses but first)
+                return n
             kernel.src = replace(kernel.src, globals={**kernel.src.globals, NUMPY_NAME: np})
             return ast.copy_location(ast.Call(
                 ast.Attribute(ast.Name(NUMPY_NAME, ast.Load()), f.id, ast.Load()), args,

@@ -443,6 +443,25 @@ def test_interp_is_numpys_at_knots_ends_nan_and_one_point(monkeypatch):
     np.testing.assert_array_equal(k(x, xp, fp), np.interp(x, xp, fp))
 
 
+def extremes_and_where(x, A, out):
+    out[0] = max(x) - 2.0 * min(x)            # Python's builtins: the first of equals
+    out[1] = np.sum(x, where=x > 0.0) + np.mean(x, where=x < 0.5)
+    out[2:5] = np.sum(A, axis=0, where=A > 0.0)
+    out[5:] = np.mean(A, axis=1, where=np.array([True, False, True]))
+
+
+@pytest.mark.parametrize("x", [[1.0, np.nan, 2.0], [np.nan, 1.0], [0.0, -0.0, 3.0, 3.0],
+                               [-0.0, 0.0], [2.0, -1.0, 7.0, 7.0, -3.0]])
+def test_builtin_max_min_of_a_vector_and_where_reductions_as_python(x):
+    x, A = np.array(x), np.arange(-3.0, 9.0).reshape(4, 3)
+    got, want = np.zeros(9), np.zeros(9)
+    kernel(extremes_and_where)(x, A, got)
+    quiet(extremes_and_where, x, A, want)
+    assert_same(got, want, (), "max/min/where", ulps=4)    # the sums within rounding
+    _, pullback = vjp(kernel(lambda v: max(v) - 2.0 * min(v)), np.array([2.0, -1.0, 7.0, -3.0]))
+    np.testing.assert_array_equal(pullback({"return": 1.0})["v"], [0.0, 0.0, 1.0, -2.0])
+
+
 def test_isclose_is_numpys_at_special_values():
     """Infinities equal only to themselves, nan to nothing unless ``equal_nan``."""
     grid = np.array(SPECIAL)
