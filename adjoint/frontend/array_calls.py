@@ -889,6 +889,40 @@ def _kron(b, node, args):
         number(y.at(tuple(python_mod(i, n) for i, n in zip(q, y.shape))))))
 
 
+def _split(uneven):
+    """``np.split(a, sections_or_indices, axis=0)`` (and ``np.array_split``, ``uneven``):
+    views of ``a`` along the axis, for ``sections`` equal parts (array_split: the first
+    ``n % sections`` one longer) or cut at constant or int ``indices``."""
+    def handler(b, node, args):
+        a = b.expr(_required(b, node, args, "ary"))
+        axis = _one_axis(b, args.get("axis", ast.Constant(0)), a.rank, node)
+        n = a.shape[axis]
+        cuts = _required(b, node, args, "indices_or_sections")
+        if isinstance(cuts, (ast.Tuple, ast.List)):
+            bounds = [sp.Max(0, sp.Min(b.ex.index(c, "a split index"), n)) for c in cuts.elts]
+            starts = [sp.Integer(0)] + bounds
+            stops = bounds + [n]
+            parts = [(lo, sp.Max(0, hi - lo)) for lo, hi in zip(starts, stops)]
+        else:
+            k = _constant_int(b, cuts)
+            if k <= 0:
+                raise b.src.error(node, f"`{ast.unparse(node)}`: the number of sections "
+                                        "must be positive")
+            if not uneven and not (n.is_number and n % k == 0) and b.ex.at_call(
+                    node, sp.Eq(python_mod(n, k), 0), lambda ok: (
+                        f"`{ast.unparse(node)}` was compiled for {n} "
+                        f"{'' if ok else 'not '}divisible by {k}")) is not sp.true:
+                raise b.src.error(node, f"`{ast.unparse(node)}`: array split does not result "
+                                        "in an equal division")
+            size, extra = floordiv(n, k), python_mod(n, k)
+            parts = [(q * size + sp.Min(q, extra), size + sp.Piecewise((1, q < extra),
+                                                                        (0, True)))
+                     for q in range(k)] if uneven else [(q * size, size) for q in range(k)]
+        return [lambda lo=lo, length=length: _along(a, axis, ("slice", lo, 1, length))
+                for lo, length in parts]
+    return handler
+
+
 def _trace(b, node, args):
     """``np.trace(a, offset)``, ``a.trace()``: the sum of a matrix's diagonal."""
     return reduction(b, node, "sum", _diagonal(b, node, args), (0,), False)

@@ -21,7 +21,7 @@ import sympy as sp
 
 from .array_calls import (NUMPY, NUMPY_GRIDS, NUMPY_TUPLES, SCIPY_ARRAYS, UFUNCS, _check_dtype,
                           _constant_int, _converted, _flag, _float_constant, _flat, _gradients,
-                          _required,
+                          _required, _split,
                           _scalar, _shape, bind, linspace_values)
 from .array_reductions import reduction
 from .array_shapes import ArrayExpr, constant, number, subscript
@@ -448,6 +448,8 @@ NUMPY_TUPLES.update({
     "histogram": (_histogram, ("a", "bins", "range", "density", "weights"), ()),
     "meshgrid": (_meshgrid, tuple(f"_{k}" for k in range(8)), ("indexing", "sparse", "copy")),
     "gradient": (_gradients, ("f",) + tuple(f"_{k}" for k in range(8)), ("axis", "edge_order")),
+    "split": (_split(False), ("ary", "indices_or_sections", "axis"), ()),
+    "array_split": (_split(True), ("ary", "indices_or_sections", "axis"), ()),
 })
 NUMPY.update({"bincount": (_bincount, ("x", "weights", "minlength"), ())})
 NUMPY_GRIDS.update({"mgrid": lambda b, node: _grid(b, node, False),
