@@ -923,6 +923,25 @@ def _split(uneven):
     return handler
 
 
+def _polyval(b, node, args):
+    """``np.polyval(p, x)`` as NumPy computes it: ``y = 0``, then ``y = y * x + c`` for
+    each coefficient ``c`` of ``p``, the highest power first (a loop over ``p`` into a
+    temporary of x's shape)."""
+    p, x = (b.expr(_required(b, node, args, k)) for k in ("p", "x"))
+    if p.rank != 1:
+        raise b.src.error(node, f"`{ast.unparse(node)}`: the coefficients must be a vector")
+    line = b.line(node)
+    y = b.container(temporary(b, node, tuple(x.shape), "__polyval", dtype=FLOAT64))
+    k, = b.state.fresh("c", 1)
+    coefficient = _along(p, 0, ("index", k))
+    zero = store(b, y, lambda q, old: sp.Integer(0), line)
+    step = store(b, y, lambda q, old: fp.add(fp.mul(old(), number(x.at(tuple(q)))),
+                                             number(coefficient.at(()))), line)
+    b.ex.prelude.append(Sequence(tuple(zero) + (
+        LoopRegion(k, sp.Integer(0), p.shape[0], sp.Integer(1), Sequence(tuple(step)), line),)))
+    return y
+
+
 def _trace(b, node, args):
     """``np.trace(a, offset)``, ``a.trace()``: the sum of a matrix's diagonal."""
     return reduction(b, node, "sum", _diagonal(b, node, args), (0,), False)
@@ -1757,6 +1776,7 @@ NUMPY = {
     "gradient": (_gradient, ("f",) + VARARGS, ("axis", "edge_order")),
     "pad": (_pad, ("array", "pad_width", "mode"), ("constant_values",)),
     "cross": (_cross, ("a", "b"), ()),
+    "polyval": (_polyval, ("p", "x"), ()),
     "kron": (_kron, ("a", "b"), ()),
     "convolve": (_convolve, ("a", "v", "mode"), ()),
     "roll": (_roll, ("a", "shift", "axis"), ()),

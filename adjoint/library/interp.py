@@ -12,6 +12,7 @@ Derivatives inside an interval, with ``h = xp[j+1] - xp[j]``, ``r = (x - xp[j]) 
 ``fp``. The adjoint and the tangent are nodes of this kind (``mode``) that search again.
 """
 import ast
+import math
 from dataclasses import dataclass
 
 import sympy as sp
@@ -189,11 +190,11 @@ def call(b, node, args):
         if given is None or _none(given):
             sides.append(None)
         elif isinstance(_literal(given), (int, float)) and \
-                not isinstance(_literal(given), bool):
+                not isinstance(_literal(given), bool) and math.isfinite(_literal(given)):
             sides.append(float(_literal(given)))
         else:
-            raise b.src.error(node, f"`{ast.unparse(node)}`: {k}= must be a number constant "
-                                    "(or left out: the end value of fp)")
+            raise b.src.error(node, f"`{ast.unparse(node)}`: {k}= must be a finite number "
+                                    "constant (or left out: the end value of fp)")
     x = b.expr(_required(b, node, args, "x"))
     xp, fp = (b.expr(_required(b, node, args, k)) for k in ("xp", "fp"))
     for name, v in (("xp", xp), ("fp", fp)):
@@ -221,7 +222,7 @@ def _as_vector(b, node, value):
 def _literal(node):
     try:
         return ast.literal_eval(node)
-    except ValueError:
+    except (ValueError, TypeError, SyntaxError):
         return None
 
 

@@ -1,9 +1,10 @@
 """NumPy functions and small constructs real code uses (issue 20): logical ufuncs, sign,
 fmod, hypot, isnan/isfinite/isclose, nan-reductions, gradient, pad, convolve, trapezoid,
-cross, kron, interp, split, scipy.special's erf/expit/logit/xlogy, out=/fill/copyto,
-reversed ranges, roll, cumsum, diff, joins, triangles, ranges, ufunc.outer, np.ndarray and
-keyword arguments, slice bounds that may be None, index arrays of every integer dtype,
-boolean mask arguments, default argument values and module-level constants.
+cross, kron, interp, polyval, split, scipy.special's erf/expit/logit/xlogy,
+out=/fill/copyto, reversed ranges, roll, cumsum, diff, joins, triangles, ranges,
+ufunc.outer, np.ndarray and keyword arguments, slice bounds that may be None, index arrays
+of every integer dtype, boolean mask arguments, default argument values and module-level
+constants.
 
 Every kernel here is written for these tests. Forward results are compared with the
 kernel run as plain Python/NumPy (``py_func``; bitwise where the floating-point contract of
@@ -222,6 +223,10 @@ def profile(z, zp, tp):
     return np.sum(t * t) + s
 
 
+def polynomials(c, x, A):
+    return np.sum(np.polyval(c, x) ** 2) + np.sum(np.polyval(c[:2], A)) + np.polyval(c, x[0])
+
+
 def splits(x, A):
     a, b = np.split(x, 2)
     p, q, r = np.array_split(x[:5], 3)         # 2, 2, 1
@@ -265,6 +270,8 @@ CASES = [
     (kernel(special_functions), lambda rng: (rng.standard_normal(5), rng.random(5) * 0.8 + 0.1)),
     (kernel(profile), lambda rng: (rng.uniform(-1.0, 7.0, 9), np.cumsum(rng.uniform(0.5, 1.5, 6)),
                                    rng.standard_normal(6))),
+    (kernel(polynomials), lambda rng: (rng.standard_normal(4), rng.standard_normal(5),
+                                       rng.standard_normal((2, 3)))),
     (kernel(splits), lambda rng: (rng.standard_normal(6), rng.standard_normal((3, 4)))),
     (kernel(in_place_forms), lambda rng: (rng.standard_normal(6), np.zeros(6))),
     (kernel(stencil_tools), lambda rng: (rng.standard_normal(6), rng.standard_normal((2, 4)),
@@ -275,11 +282,12 @@ CASES = [
 IDS = ["roll_stencil", "roll_shifts", "scans", "diff", "triangles", "joins", "ranges",
        "outer", "ndarray_keywords", "slice_none", "repeat", "bool_mask_argument",
        "defaults", "defaults_given", "isclose_heaviside_count", "column_stack_trace_cbrt",
-       "cross_kron_dtype", "scipy_special", "interp", "split", "out_fill_copyto_reversed",
+       "cross_kron_dtype", "scipy_special", "interp", "polyval", "split",
+       "out_fill_copyto_reversed",
        "gradient_pad_convolve_trapezoid", "axes_angles_erf"]
 SUMS = {"ranges", "ndarray_keywords", "slice_none", "roll_shifts",     # within rounding
         "isclose_heaviside_count", "column_stack_trace_cbrt", "cross_kron_dtype",
-        "scipy_special", "interp", "split", "out_fill_copyto_reversed",
+        "scipy_special", "interp", "polyval", "split", "out_fill_copyto_reversed",
         "gradient_pad_convolve_trapezoid", "axes_angles_erf"}
 
 
