@@ -340,12 +340,35 @@ class ExpressionBuilder:
                 return self._python_integer(node, what)
         raise self.src.error(node, f"call `{ast.unparse(node)}` in {what}")
 
+    def _data_read(self, node):
+        """The names of data (arrays, floats) ``node`` reads values of, in source order:
+        not ``A.shape``, ``A.size``, ``A.ndim`` or ``len(A)``, which are sizes."""
+        if isinstance(node, ast.Attribute) and node.attr in ("shape", "size", "ndim"):
+            return []
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                node.func.id == "len":
+            return []
+        if isinstance(node, ast.Name):
+            return [node.id] if isinstance(self.scope.get(node.id), DataValue) else []
+        found = []
+        for child in ast.iter_child_nodes(node):
+            found += [n for n in self._data_read(child) if n not in found]
+        return found
+
     def _python_integer(self, node, what):
         """An integer Python computes from sizes through floats (``int(n / 2)``,
         ``int(np.ceil(a * (n - 1) / 2))``, ``round(0.1 * n)``): evaluated as Python does at
         the sizes of the call being compiled, the specialisation holding for those sizes
         only (``at_call``)."""
         sizes = []
+        data = self._data_read(node)
+        if data:
+            raise self.src.error(node, f"`{ast.unparse(node)}` in {what} computes an integer "
+                                       f"from the data {', '.join(data)}; kernels compute "
+                                       "sizes, trip counts and indices from integers only: "
+                                       "compute it outside and pass it in, as an int or (for "
+                                       "indices) an integer array, `j = (pos / dx)"
+                                       ".astype(np.int64)`")
 
         def known(sub):
             try:

@@ -573,16 +573,23 @@ def _retstep(x: float64[N], a: float):
     return np.linspace(0.0, a, N, retstep=True)
 
 
+def _index_from_data(x: float64[N], a: float):
+    return x[int(x[0] / a)]
+
+
 @pytest.mark.parametrize("func, message", [
     (_float_arange, "with float bounds the length depends on their values"),
     (_undecided_slice, "cannot tell whether k is zero"),
     (_unknown_outer, "np.logaddexp2.outer` is not supported"),
     (_joined_name, "write the arrays to join as a tuple or list"),
     (_retstep, "retstep=True returns a tuple"),
-], ids=["float_arange", "undecided_slice", "unknown_outer", "joined_name", "retstep"])
+    (_index_from_data, "computes an integer from the data x, a; .* an integer array"),
+], ids=["float_arange", "undecided_slice", "unknown_outer", "joined_name", "retstep",
+        "index_from_data"])
 def test_unsupported_forms_name_the_line(func, message):
     args = {"_float_arange": (np.ones(4), 0.5), "_undecided_slice": (np.ones(4), 2),
-            "_retstep": (np.ones(4), 1.0)}.get(func.__name__, (np.ones(4),))
+            "_retstep": (np.ones(4), 1.0),
+            "_index_from_data": (np.ones(4), 0.5)}.get(func.__name__, (np.ones(4),))
     with pytest.raises(KernelSyntaxError, match=message) as info:
         kernel(func)(*args)
     assert f":{func.__code__.co_firstlineno + 1}:" in str(info.value)
