@@ -762,6 +762,11 @@ def _gradients(b, node, args):
 PAD_MODES = ("constant", "edge", "wrap", "reflect", "symmetric")
 
 
+def _clamped(i, n):
+    """Index ``i`` moved into ``[0, n)``: the nearest end element."""
+    return sp.Max(0, sp.Min(i, n - 1))
+
+
 def _pad(b, node, args):
     """``np.pad(a, pad_width, mode, constant_values=0)`` for the modes of PAD_MODES, as
     an index map: element ``q`` reads ``a`` at ``q - before`` folded back into the array
@@ -781,7 +786,7 @@ def _pad(b, node, args):
 
     def folded(i, n):
         if mode == "edge":
-            return sp.Max(0, sp.Min(i, n - 1))
+            return _clamped(i, n)
         if mode == "wrap":
             return python_mod(i, n)
         period = 2 * n - 2 if mode == "reflect" else 2 * n
@@ -794,7 +799,7 @@ def _pad(b, node, args):
         if mode != "constant":
             return a.at(tuple(folded(i, n) for i, n in zip(inner, a.shape)))
         inside = sp.And(*[sp.And(i >= 0, i < n) for i, n in zip(inner, a.shape)])
-        clamped = tuple(sp.Max(0, sp.Min(i, n - 1)) for i, n in zip(inner, a.shape))
+        clamped = tuple(_clamped(i, n) for i, n in zip(inner, a.shape))
         return fp.select(number(a.at(clamped)), inside, number(fill.at(())))
     return ArrayExpr(shape, at)
 
@@ -840,7 +845,7 @@ def _convolve(b, node, args):
     def term(q):
         k, j = q[0] + start, q[1]
         inside = sp.And(k - j >= 0, k - j < n)
-        return fp.select(fp.mul(number(a.at((sp.Max(0, sp.Min(k - j, n - 1)),))),
+        return fp.select(fp.mul(number(a.at((_clamped(k - j, n),))),
                                 number(v.at((j,)))), inside, sp.Integer(0))
     return reduction(b, node, "sum", ArrayExpr((length, m), term), (1,), False)
 
@@ -977,53 +982,52 @@ def _isclose(b, node, args):
 
 def _allclose(b, node, args):
     close = _isclose(b, node, args)
-    bits = ArrayExpr(close.shape, lambda index: number(close.at(index)))
-    out = reduction(b, node, "min", bits, tuple(range(close.rank)), False)
-    return ArrayExpr((), lambda index: truth(out.at(())), True)
+    return _every(b, node, "all", close, tuple(range(close.rank)), False)
 
 
 def _nan_reduce(kind):
-    """``np.nansum/nanprod/nanmean`` (nans as the reduction's identity, a mean over the
-    others: NumPy's) and ``np.nanmax/nanmin`` (``np.fmax/fmin`` reduced, nan, the first
-    value, where every value is nan)."""
+    """``np.nansum/nanprod/nanmean`` (the elements that are numbers kept, NumPy's) and
+    ``np.nanmax/nanmin`` (``np.fmax/fmin`` reduced; nan, the first value, where every value
+    is nan)."""
     def handler(b, node, args):
         a = b.expr(_required(b, node, args, "a"))
         axes, keep = _axes(b, args.get("axis"), a.rank), _flag(b, args, "keepdims")
-        counted = ArrayExpr(a.shape, lambda p: fp.select(
-            sp.Integer(0), fp.np_isnan(number(a.at(p))), sp.Integer(1)))
-        if kind in ("max", "min"):
-            extreme = reduction(b, node, "nan" + kind, a, axes, keep)
-            count = reduction(b, node, "sum", counted, axes, keep)
 
-            def first(q):       # the element at the start of the reduced axes
-                q, index = list(q), []
-                for k in range(a.rank):
-                    index.append(sp.Integer(0) if k in axes else q.pop(0))
-                    if k in axes and keep:
-                        q.pop(0)
-                return a.at(tuple(index))
-            return ArrayExpr(extreme.shape, lambda q: fp.select(
-                number(first(q)), fp.relation(sp.Eq)(count.at(q), sp.Integer(0)),
-                extreme.at(q)))
+        def not_nan(p):
+            return sp.Not(fp.np_isnan(number(a.at(p))))
+        if kind not in ("max", "min"):
+            return kept_reduction(b, node, kind, a, not_nan, axes, keep)
+        extreme = reduction(b, node, "nan" + kind, a, axes, keep)
+        count = kept_count(b, node, a, not_nan, axes, keep)
 
-        def without_nans(other):
-            return ArrayExpr(a.shape, lambda p: fp.select(
-                sp.Integer(other), fp.np_isnan(number(a.at(p))), number(a.at(p))))
-        total = reduction(b, node, "prod" if kind == "prod" else "sum",
-                          without_nans(1 if kind == "prod" else 0), axes, keep)
-        if kind != "mean":
-            return total
-        count = reduction(b, node, "sum", counted, axes, keep)
-        return ArrayExpr(total.shape, lambda q: fp.div(total.at(q), count.at(q)))
+        def first(q):       # the element at the start of the reduced axes
+            q, index = list(q), []
+            for k in range(a.rank):
+                index.append(sp.Integer(0) if k in axes else q.pop(0))
+                if k in axes and keep:
+                    q.pop(0)
+            return a.at(tuple(index))
+        return ArrayExpr(extreme.shape, lambda q: fp.select(
+            number(first(q)), fp.relation(sp.Eq)(count.at(q), sp.Integer(0)), extreme.at(q)))
     return handler
 
 
 def _count_nonzero(b, node, args):
     """``np.count_nonzero(a, axis)``: a sum of the truth values."""
     a = b.expr(_required(b, node, args, "a"))
-    bits = ArrayExpr(a.shape, lambda index: number(truth(a.at(index))))
     axes = _axes(b, args.get("axis"), a.rank)
-    return reduction(b, node, "sum", bits, axes, _flag(b, args, "keepdims"))
+    return reduction(b, node, "sum", _bits(a), axes, _flag(b, args, "keepdims"))
+
+
+def _bits(a):
+    """The truth values of ``a``'s elements as 1 / 0."""
+    return ArrayExpr(a.shape, lambda index: number(truth(a.at(index))))
+
+
+def _every(b, node, kind, a, axes, keep):
+    """``np.all`` (``kind`` "all") or ``np.any`` over ``axes``: a mask."""
+    out = reduction(b, node, "min" if kind == "all" else "max", _bits(a), axes, keep)
+    return ArrayExpr(out.shape, lambda index: truth(out.at(index)), True)
 
 
 def _transpose(b, node, args):
@@ -1633,29 +1637,18 @@ def _reduce(kind):
             v = variance(b, node, a, axes, keep, ddof)
             return v if kind == "var" else b.combine(node, fp.sqrt, [v])
         if kind in ("any", "all"):       # the largest / smallest of the 0/1 truth values
-            bits = ArrayExpr(a.shape, lambda index: number(truth(a.at(index))))
-            out = reduction(b, node, "max" if kind == "any" else "min", bits, axes, keep)
-            return ArrayExpr(out.shape, lambda index: truth(out.at(index)), True)
+            return _every(b, node, kind, a, axes, keep)
         return reduction(b, node, kind, a, axes, keep)
     return handler
 
 
 def _reduce_where(b, node, kind, a, where, axes, keep):
-    """``np.sum/prod/mean(a, where=m)``: the elements ``m`` (broadcast to ``a``) leaves out
-    count as the identity; a mean divides by how many it keeps."""
+    """``np.sum/prod/mean(a, where=m)``: the elements ``m`` (broadcast to ``a``) keeps."""
     if kind not in ("sum", "prod", "mean"):
         raise b.src.error(node, f"`{ast.unparse(node)}`: where= is supported for sum, prod "
                                 "and mean (a maximum needs initial=: use np.where)")
-    other = sp.Integer(1 if kind == "prod" else 0)
-    kept = b.combine(node, lambda v, m: fp.select(number(v), truth(m), other), [a, where],
-                     lambda v: v)
-    total = reduction(b, node, "prod" if kind == "prod" else "sum", kept, axes, keep)
-    if kind != "mean":
-        return total
-    ones = b.combine(node, lambda v, m: fp.select(sp.Integer(1), truth(m), sp.Integer(0)),
-                     [a, where], lambda v: v)
-    count = reduction(b, node, "sum", ones, axes, keep)
-    return ArrayExpr(total.shape, lambda q: fp.div(total.at(q), count.at(q)))
+    _, (a, mask) = b.broadcast(node, [a, b.expr(where)])
+    return kept_reduction(b, node, kind, a, lambda p: truth(mask.at(p)), axes, keep)
 
 
 def _cov(b, node, args):
@@ -1673,26 +1666,34 @@ def _cov(b, node, args):
 
 
 def _masked_reduction(b, node, kind, args, values, mask):
-    """A reduction of the elements a mask selects: the others count as the reduction's
-    identity (a sum's 0, a product's 1); a mean divides by how many there are (nan for
-    none, as NumPy). The selection is 1-D: no axis."""
+    """A reduction of the elements a mask selects (``np.mean(A[m])``). The selection is
+    1-D: no axis."""
     if kind not in ("sum", "prod", "mean") or args.get("axis") is not None:
         raise b.src.error(node, f"`{ast.unparse(node)}`: of a masked selection the kernel "
                                 "computes sum, prod and mean over all of it (no axis); "
                                 "write the loop, or use np.where")
-    every = tuple(range(values.rank))
+    return kept_reduction(b, node, kind, values, lambda p: truth(mask.at(p)),
+                          tuple(range(values.rank)), False)
 
-    def where(value, other):
-        return ArrayExpr(values.shape, lambda p: fp.select(
-            value(p), truth(mask.at(p)), sp.Integer(other)))
-    if kind == "prod":
-        return reduction(b, node, "prod", where(lambda p: number(values.at(p)), 1), every,
-                         False)
-    total = reduction(b, node, "sum", where(lambda p: number(values.at(p)), 0), every, False)
-    if kind == "sum":
+
+def kept_reduction(b, node, kind, values, kept, axes, keepdims):
+    """``kind`` (sum, prod, mean) of the elements ``p`` of ``values`` where ``kept(p)``
+    holds: the others count as the reduction's identity (a sum's 0, a product's 1); a mean
+    divides by how many it keeps (nan for none, as NumPy). Masked selections, ``where=``
+    and the nan-reductions."""
+    other = sp.Integer(1 if kind == "prod" else 0)
+    chosen = ArrayExpr(values.shape, lambda p: fp.select(number(values.at(p)), kept(p), other))
+    total = reduction(b, node, "prod" if kind == "prod" else "sum", chosen, axes, keepdims)
+    if kind != "mean":
         return total
-    count = reduction(b, node, "sum", where(lambda p: sp.Integer(1), 0), every, False)
-    return ArrayExpr((), lambda index: fp.div(total.at(()), count.at(())))
+    count = kept_count(b, node, values, kept, axes, keepdims)
+    return ArrayExpr(total.shape, lambda q: fp.div(total.at(q), count.at(q)))
+
+
+def kept_count(b, node, values, kept, axes, keepdims):
+    """How many elements ``p`` of ``values`` have ``kept(p)``, over ``axes``."""
+    ones = ArrayExpr(values.shape, lambda p: fp.select(sp.Integer(1), kept(p), sp.Integer(0)))
+    return reduction(b, node, "sum", ones, axes, keepdims)
 
 
 def _special(function):
@@ -1704,17 +1705,17 @@ def _special(function):
 
 
 def _expit(x):
-    return fp.div(sp.Integer(1), fp.add(sp.Integer(1), sp.exp(fp.neg(x), evaluate=False)))
+    return fp.div(sp.Integer(1), fp.add(sp.Integer(1), UNARY["exp"](fp.neg(x))))
 
 
 def _logit(p):
-    return sp.log(fp.div(p, fp.sub(sp.Integer(1), p)), evaluate=False)
+    return UNARY["log"](fp.div(p, fp.sub(sp.Integer(1), p)))
 
 
 def _xlogy(x, y):
     return fp.select(sp.Integer(0), sp.And(fp.relation(sp.Eq)(x, sp.Integer(0)),
                                             sp.Not(fp.np_isnan(y))),
-                     fp.mul(x, sp.log(y, evaluate=False)))
+                     fp.mul(x, UNARY["log"](y)))
 
 
 # scipy.special's functions (cephes/xsf): within a few ulps of these formulas

@@ -70,20 +70,21 @@ class Interp(LibraryNode):
         return (self.x, self.xp, self.fp) if self.out in active else ()
 
     def vjp(self, rules):
-        carried = tuple(rules.of(c) if rules.has(c) else None
-                        for c in (self.x, self.xp, self.fp))
-        if not any(carried):
-            return ()
-        return (Interp(rules.of(self.out), self.x, self.xp, self.fp, self.n, self.m, "vjp",
-                       carried, self.left, self.right, self.line),)
+        rule = self._derivative(rules, "vjp")
+        return () if rule is None else (rule,)
 
     def jvp(self, rules):
+        rule = self._derivative(rules, "jvp")
+        return (self,) if rule is None else (self, rule)
+
+    def _derivative(self, rules, mode):
+        """The node of ``mode`` for the derivatives ``rules`` carries, or None for none."""
         carried = tuple(rules.of(c) if rules.has(c) else None
                         for c in (self.x, self.xp, self.fp))
         if not any(carried):
-            return (self,)
-        return (self, Interp(rules.of(self.out), self.x, self.xp, self.fp, self.n, self.m,
-                             "jvp", carried, self.left, self.right, self.line))
+            return None
+        return Interp(rules.of(self.out), self.x, self.xp, self.fp, self.n, self.m, mode,
+                      carried, self.left, self.right, self.line)
 
     # ---- code ---------------------------------------------------------------------------
     def emit(self, gen):

@@ -337,13 +337,10 @@ def logaddexp(x, y):
     """``np.logaddexp`` as NumPy computes it (npy_logaddexp): ``x + log(2)`` for equal
     arguments (equal infinities), else the larger plus ``log1p(exp(-|x - y|))``."""
     d = sub(x, y)
-    larger = select(add(x, log1p(exp_(neg(d)))), relation(sp.Gt)(d, sp.Integer(0)),
-                    select(add(y, log1p(exp_(d))), relation(sp.Le)(d, sp.Integer(0)), d))
+    exp, log1p_ = UNARY["exp"], UNARY["log1p"]
+    larger = select(add(x, log1p_(exp(neg(d)))), relation(sp.Gt)(d, sp.Integer(0)),
+                    select(add(y, log1p_(exp(d))), relation(sp.Le)(d, sp.Integer(0)), d))
     return select(add(x, sp.Float(math.log(2.0))), relation(sp.Eq)(x, y), larger)
-
-
-def exp_(x):
-    return sp.exp(x, evaluate=False)
 
 
 class as_float32(sp.Function):
